@@ -1,0 +1,106 @@
+"""The command line: ``pinbump plan`` (and ``python -m bot``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+from bot import __version__
+from bot.app import PlanOptions, planned
+from bot.errors import PinbumpError
+from bot.render import plan_json, plan_text
+
+
+def _as_of(value: str) -> str:
+    try:
+        datetime.strptime(value, "%Y-%m-%d")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a date YYYY-MM-DD") from None
+    return value
+
+
+def _days(value: str) -> float:
+    try:
+        days = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of days") from None
+    if days < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return days
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pinbump",
+        description="Bump tightly coupled GPU-kernel packages (FlashInfer and companions) "
+                    "to the newest complete and consistent set.")
+    parser.add_argument("--version", action="version", version=f"pinbump {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    plan = sub.add_parser("plan", help="choose the newest complete and consistent set")
+    add_plan_options(plan)
+    plan.set_defaults(handler=cmd_plan)
+    return parser
+
+
+def add_plan_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo", type=Path, default=Path("."), help="target repository (default: .)")
+    p.add_argument("--group", help="group to plan (default: flashinfer or the config's group)")
+    p.add_argument("--as-of", type=_as_of, metavar="YYYY-MM-DD",
+                   help="replay the index as it stood at the end of this day (UTC)")
+    p.add_argument("--index-url", help="simple index URL (default: https://pypi.org/simple)")
+    p.add_argument("--min-release-age", type=_days, metavar="DAYS",
+                   help="skip releases younger than this (default: 3)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.add_argument("--cache-dir", type=Path, help="HTTP and metadata cache "
+                   "(default: $PINBUMP_CACHE_DIR or ~/.cache/pinbump)")
+    p.add_argument("--no-cache", action="store_true", help="use no on-disk cache")
+    p.add_argument("--timeout", type=float, default=20.0, help="seconds per request (default 20)")
+    p.add_argument("--retries", type=int, default=3, help="retries per request (default 3)")
+
+
+@contextmanager
+def progress(message: str) -> Iterator[None]:
+    """A spinner on stderr while the index is queried, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(message):
+        yield
+
+
+def plan_options(args: argparse.Namespace) -> PlanOptions:
+    return PlanOptions(repo=args.repo, group=args.group, as_of=args.as_of,
+                       index_url=args.index_url, min_release_age=args.min_release_age,
+                       cache_dir=args.cache_dir, no_cache=args.no_cache, timeout=args.timeout,
+                       retries=args.retries)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    with planned(plan_options(args), status=None if args.json else progress) as done:
+        sys.stdout.write(plan_json(done.plan) if args.json else plan_text(done.plan))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except PinbumpError as exc:
+        print(f"pinbump: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("pinbump: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Policy: built-in defaults, then pinbump.toml or [tool.pinbump], then command-line flags."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from bot.discovery import Target, load_toml, read_text
+from bot.errors import ConfigError
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Packages that move together: one lead, lockstep followers, and companions."""
+
+    name: str
+    lead: str
+    lockstep: tuple[str, ...] = ()
+    companions: tuple[str, ...] = ()
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        return (self.lead, *self.lockstep, *self.companions)
+
+
+BUILTIN_GROUPS: dict[str, Group] = {
+    "flashinfer": Group(
+        name="flashinfer",
+        lead="flashinfer-python",
+        lockstep=("flashinfer-cubin", "flashinfer-jit-cache"),
+        companions=("nvidia-cutlass-dsl", "quack-kernels"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Policy:
+    groups: Mapping[str, Group] = field(default_factory=lambda: dict(BUILTIN_GROUPS))
+    group: str = "flashinfer"
+    index_url: str = DEFAULT_INDEX
+    package_index: Mapping[str, str] = field(default_factory=dict)
+    min_release_age_days: float = 3.0
+    allow_prereleases: bool | frozenset[str] = False
+    known_bad: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    caps: Mapping[str, Version] = field(default_factory=dict)  # package -> must stay below
+    python: str | None = None  # the Python version markers are evaluated for
+    source: str = "built-in defaults"
+
+    def index_for(self, package: str) -> str:
+        return self.package_index.get(package, self.index_url)
+
+    def has_own_index(self, package: str) -> bool:
+        return package in self.package_index
+
+    def prereleases_allowed(self, package: str) -> bool:
+        if isinstance(self.allow_prereleases, bool):
+            return self.allow_prereleases
+        return package in self.allow_prereleases
+
+    def known_bad_reason(self, package: str, version: Version) -> str | None:
+        for text, reason in self.known_bad.get(package, {}).items():
+            if Version(text) == version:
+                return reason
+        return None
+
+    @property
+    def active_group(self) -> Group:
+        return self.groups[self.group]
+
+
+KNOWN_KEYS = {"group", "groups", "index-url", "index", "min-release-age", "allow-prereleases",
+              "known-bad", "cap", "python"}
+GROUP_KEYS = {"lead", "lockstep", "companions"}
+
+
+def _expect(where: str, key: str, value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise ConfigError(f"{where}: key '{key}' must be {what}, got {value!r}")
+    return value
+
+
+def _version(where: str, key: str, value: Any) -> Version:
+    _expect(where, key, value, str, "a version string")
+    try:
+        return Version(value)
+    except InvalidVersion:
+        raise ConfigError(f"{where}: key '{key}': {value!r} is not a valid version") from None
+
+
+def _names(where: str, key: str, value: Any) -> tuple[str, ...]:
+    _expect(where, key, value, list, "an array of package names")
+    for item in value:
+        _expect(where, key, item, str, "an array of package names")
+    return tuple(canonicalize_name(v) for v in value)
+
+
+def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None) -> Policy:
+    """Validate a [tool.pinbump] table and lay it over ``base``; errors name the key."""
+    policy = base or Policy()
+    prefix = "" if where.endswith("pinbump.toml") else "tool.pinbump."
+    updates: dict[str, Any] = {"source": where}
+    for key in raw:
+        if key not in KNOWN_KEYS:
+            listed = ", ".join(sorted(KNOWN_KEYS))
+            raise ConfigError(f"{where}: unknown key '{prefix}{key}' (known keys: {listed})")
+    groups = dict(policy.groups)
+    for name, table in _expect(where, f"{prefix}groups", raw.get("groups", {}), dict,
+                               "a table of groups").items():
+        key = f"{prefix}groups.{name}"
+        _expect(where, key, table, dict, "a table with lead, lockstep and companions")
+        for sub in table:
+            if sub not in GROUP_KEYS:
+                raise ConfigError(f"{where}: unknown key '{key}.{sub}' (known keys: "
+                                  f"{', '.join(sorted(GROUP_KEYS))})")
+        if "lead" not in table:
+            raise ConfigError(f"{where}: key '{key}.lead' is required")
+        groups[name] = Group(
+            name=name,
+            lead=canonicalize_name(_expect(where, f"{key}.lead", table["lead"], str, "a name")),
+            lockstep=_names(where, f"{key}.lockstep", table.get("lockstep", [])),
+            companions=_names(where, f"{key}.companions", table.get("companions", [])),
+        )
+    updates["groups"] = groups
+    if "group" in raw:
+        updates["group"] = _expect(where, f"{prefix}group", raw["group"], str, "a group name")
+        if updates["group"] not in groups:
+            raise ConfigError(f"{where}: key '{prefix}group': no group named "
+                              f"{updates['group']!r} (defined: {', '.join(sorted(groups))})")
+    if "index-url" in raw:
+        updates["index_url"] = _expect(where, f"{prefix}index-url", raw["index-url"], str, "a URL")
+    if "index" in raw:
+        table = _expect(where, f"{prefix}index", raw["index"], dict, "a table package = URL")
+        updates["package_index"] = {
+            canonicalize_name(k): _expect(where, f"{prefix}index.{k}", v, str, "a URL")
+            for k, v in table.items()}
+    if "min-release-age" in raw:
+        age = _expect(where, f"{prefix}min-release-age", raw["min-release-age"], (int, float),
+                      "a number of days")
+        if age < 0:
+            raise ConfigError(f"{where}: key '{prefix}min-release-age' must not be negative")
+        updates["min_release_age_days"] = float(age)
+    if "allow-prereleases" in raw:
+        value = raw["allow-prereleases"]
+        updates["allow_prereleases"] = value if isinstance(value, bool) else frozenset(
+            _names(where, f"{prefix}allow-prereleases", value))
+    if "known-bad" in raw:
+        table = _expect(where, f"{prefix}known-bad", raw["known-bad"], dict,
+                        "a table package = {version = reason}")
+        known: dict[str, dict[str, str]] = {}
+        for pkg, versions in table.items():
+            key = f"{prefix}known-bad.{pkg}"
+            _expect(where, key, versions, dict, "a table version = reason")
+            known[canonicalize_name(pkg)] = {
+                str(_version(where, f"{key}.{v}", v)): _expect(where, f"{key}.{v}", r, str,
+                                                               "a reason string")
+                for v, r in versions.items()}
+        updates["known_bad"] = known
+    if "cap" in raw:
+        table = _expect(where, f"{prefix}cap", raw["cap"], dict, "a table package = version")
+        updates["caps"] = {canonicalize_name(k): _version(where, f"{prefix}cap.{k}", v)
+                           for k, v in table.items()}
+    if "python" in raw:
+        updates["python"] = str(_version(where, f"{prefix}python", raw["python"]))
+    return replace(policy, **updates)
+
+
+def load_policy(target: Target, overrides: Mapping[str, Any]) -> Policy:
+    """Defaults, then pinbump.toml (or the first pyproject with [tool.pinbump]), then flags."""
+    policy = Policy()
+    file = target.root / "pinbump.toml"
+    if file.is_file():
+        doc = load_toml(read_text(file, target.root), "pinbump.toml")
+        raw = doc.unwrap()
+        policy = parse_config(raw.get("tool", {}).get("pinbump", raw), "pinbump.toml")
+    else:
+        for toml in sorted(target.tomls, key=lambda t: (t.path.count("/"), t.path)):
+            if toml.tool_config is not None:
+                policy = parse_config(toml.tool_config, toml.path)
+                break
+    flags = {k: v for k, v in overrides.items() if v is not None}
+    if "group" in flags and flags["group"] not in policy.groups:
+        raise ConfigError(f"--group: no group named {flags['group']!r} "
+                          f"(defined: {', '.join(sorted(policy.groups))})")
+    return replace(policy, **flags)
+
+
+def config_names(policy: Policy) -> set[str]:
+    return {name for group in policy.groups.values() for name in group.members}
+
+
+def root_policy_for_discovery(root: Path) -> set[str]:
+    """Names to look for before the config is read: built-ins plus any groups of pinbump.toml."""
+    names = {n for g in BUILTIN_GROUPS.values() for n in g.members}
+    file = root / "pinbump.toml"
+    if file.is_file():
+        raw = load_toml(read_text(file, root), "pinbump.toml").unwrap()
+        raw = raw.get("tool", {}).get("pinbump", raw)
+        names |= config_names(parse_config(raw, "pinbump.toml"))
+    return names

@@ -1,0 +1,258 @@
+"""The package index adapter: PEP 503 HTML and PEP 691 JSON pages, PEP 592 yanks, PEP 700
+upload times, and core metadata through PEP 658/714, range requests, or a verified download."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+from email.parser import BytesParser
+from email.utils import parsedate_to_datetime
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from urllib.parse import urldefrag, urljoin
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+
+from bot.errors import IndexError_, MetadataError, UnknownPackage, redact
+from bot.http import HttpClient, atomic_write_bytes
+from bot.lazywheel import WholeFile, read_member, read_member_lazily
+from bot.models import DistFile, ProjectPage
+
+ACCEPT = ("application/vnd.pypi.simple.v1+json, "
+          "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01")
+
+
+# -- pure parsing ---------------------------------------------------------------------------
+def _parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def make_file(name: str, filename: str, url: str, **extra: Any) -> DistFile | None:
+    """A DistFile for a wheel or sdist of project ``name``; other files give None."""
+    try:
+        if filename.endswith(".whl"):
+            wname, version, _, tags = parse_wheel_filename(filename)
+            if canonicalize_name(wname) != name:
+                return None
+            return DistFile(filename=filename, url=url, version=version, is_wheel=True,
+                            tags=frozenset(str(t) for t in tags), **extra)
+        sname, version = parse_sdist_filename(filename)
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return None
+    if canonicalize_name(sname) != name:
+        return None
+    return DistFile(filename=filename, url=url, version=version, is_wheel=False,
+                    tags=frozenset(), **extra)
+
+
+def _hashes(mapping: Any) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(mapping.items())) if isinstance(mapping, dict) else ()
+
+
+def parse_json_page(data: bytes, page_url: str, name: str) -> ProjectPage:
+    """PEP 691 JSON (with PEP 700 upload-time and PEP 714 core-metadata)."""
+    try:
+        doc = json.loads(data)
+        entries = doc["files"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise IndexError_(f"{page_url}: malformed PEP 691 JSON ({exc})") from None
+    files = []
+    for entry in entries:
+        yanked = entry.get("yanked", False)
+        meta = entry.get("core-metadata", entry.get("dist-info-metadata", False))
+        url = urljoin(page_url, entry["url"])
+        url, fragment = urldefrag(url)
+        hashes = _hashes(entry.get("hashes")) or _fragment_hash(fragment)
+        f = make_file(
+            name, entry["filename"], url,
+            hashes=hashes,
+            requires_python=entry.get("requires-python") or None,
+            yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
+            upload_time=_parse_time(entry.get("upload-time")),
+            core_metadata=_hashes(meta) or True if meta else False,
+            size=entry.get("size"),
+        )
+        if f:
+            files.append(f)
+    return ProjectPage(name=name, url=page_url, files=tuple(files))
+
+
+def _fragment_hash(fragment: str) -> tuple[tuple[str, str], ...]:
+    if "=" in fragment:
+        algo, _, value = fragment.partition("=")
+        return ((algo, value),)
+    return ()
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.base: str | None = None
+        self.anchors: list[tuple[dict[str, str | None], str]] = []
+        self._current: dict[str, str | None] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "base" and self.base is None:
+            self.base = dict(attrs).get("href")
+        elif tag == "a":
+            self._current, self._text = dict(attrs), []
+
+    def handle_data(self, data: str) -> None:
+        if self._current is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._current is not None:
+            self.anchors.append((self._current, "".join(self._text).strip()))
+            self._current = None
+
+
+def parse_html_page(html: str, page_url: str, name: str) -> ProjectPage:
+    """PEP 503 HTML with PEP 592 data-yanked and PEP 658/714 data-(dist-info|core)-metadata."""
+    parser = _Anchors()
+    parser.feed(html)
+    base = urljoin(page_url, parser.base) if parser.base else page_url
+    files = []
+    for attrs, text in parser.anchors:
+        href = attrs.get("href")
+        if not href:
+            continue
+        url, fragment = urldefrag(urljoin(base, href))
+        filename = url.rsplit("/", 1)[-1] or text
+        meta = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
+        core: bool | tuple[tuple[str, str], ...] = False
+        if meta is not None:
+            core = _fragment_hash(meta) if meta not in ("", "true") else True
+        f = make_file(
+            name, filename, url,
+            hashes=_fragment_hash(fragment),
+            requires_python=attrs.get("data-requires-python") or None,
+            yanked=attrs["data-yanked"] or "" if "data-yanked" in attrs else None,
+            core_metadata=core,
+        )
+        if f:
+            files.append(f)
+    return ProjectPage(name=name, url=page_url, files=tuple(files))
+
+
+def parse_requires_dist(metadata: bytes) -> list[Requirement]:
+    message = BytesParser().parsebytes(metadata, headersonly=True)
+    out = []
+    for value in message.get_all("Requires-Dist") or []:
+        try:
+            out.append(Requirement(value))
+        except InvalidRequirement:
+            continue
+    return out
+
+
+# -- the adapter ----------------------------------------------------------------------------
+class SimpleIndex:
+    """Reads project pages and core metadata from any PEP 503/691 index."""
+
+    def __init__(self, http: HttpClient, cache_dir: Path | None = None) -> None:
+        self.http = http
+        self.cache_dir = cache_dir
+        self.metadata_sources: dict[str, str] = {}  # file url -> "pep658" | "range" | "download"
+
+    def project(self, index_url: str, name: str) -> ProjectPage:
+        name = canonicalize_name(name)
+        url = f"{index_url.rstrip('/')}/{name}/"
+        resp = self.http.get_cached(url, ACCEPT)
+        if resp.status == 404:
+            raise UnknownPackage(f"{name}: not found on {redact(index_url)} (HTTP 404 for "
+                                 f"{redact(url)}); check the name or set its index in "
+                                 "[tool.pinbump.index]")
+        ctype = resp.headers.get("content-type", "").split(";")[0].strip()
+        if ctype == "application/vnd.pypi.simple.v1+json":
+            return parse_json_page(resp.content, resp.url, name)
+        if ctype in ("text/html", "application/vnd.pypi.simple.v1+html", ""):
+            return parse_html_page(resp.content.decode("utf-8", "replace"), resp.url, name)
+        raise IndexError_(f"{redact(url)}: unexpected content type {ctype!r} for a project page")
+
+    def upload_time(self, file: DistFile) -> datetime | None:
+        """PEP 700 upload-time, else the Last-Modified of the file itself (a HEAD request)."""
+        if file.upload_time is not None:
+            return file.upload_time
+        cached = self._cache_file("upload-time", file)
+        if cached is not None and cached.is_file():
+            return _parse_time(cached.read_text().strip())
+        resp = self.http.request("HEAD", file.url)
+        value = resp.headers.get("last-modified") if resp.status == 200 else None
+        if not value:
+            return None
+        try:
+            when = parsedate_to_datetime(value).astimezone(timezone.utc)
+        except (TypeError, ValueError):
+            return None
+        if cached is not None:
+            atomic_write_bytes(cached, when.isoformat().encode())
+        return when
+
+    def metadata(self, file: DistFile) -> bytes:
+        """Core metadata of a wheel: PEP 658 file, else range requests, else a full download."""
+        cached = self._cache_file("metadata", file)
+        if cached is not None and cached.is_file():
+            return cached.read_bytes()
+        data = self._fetch_metadata(file)
+        if cached is not None:
+            atomic_write_bytes(cached, data)
+        return data
+
+    def _fetch_metadata(self, file: DistFile) -> bytes:
+        if file.core_metadata:
+            resp = self.http.request("GET", file.url + ".metadata")
+            if resp.status == 200:
+                expected = dict(file.core_metadata) if isinstance(file.core_metadata, tuple) \
+                    else {}
+                _verify(resp.content, expected.get("sha256"), file.url + ".metadata")
+                self.metadata_sources[file.url] = "pep658"
+                return resp.content
+
+        def fetch(range_header: str) -> tuple[int, bytes, str]:
+            r = self.http.request("GET", file.url, {"Range": range_header}, ok=(200, 206))
+            return r.status, r.content, r.headers.get("content-range", "")
+
+        try:
+            data = read_member_lazily(fetch, file.url)
+            self.metadata_sources[file.url] = "range"
+            return data
+        except WholeFile as whole:
+            body = whole.body
+        except MetadataError:
+            resp = self.http.request("GET", file.url)
+            if resp.status != 200:
+                raise MetadataError(f"{redact(file.url)}: HTTP {resp.status}; wheel missing") \
+                    from None
+            body = resp.content
+        _verify(body, file.sha256, file.url)
+        self.metadata_sources[file.url] = "download"
+        return read_member(body, file.url)
+
+    def _cache_file(self, kind: str, file: DistFile) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        key = hashlib.sha256(f"{file.url}\n{file.sha256 or ''}".encode()).hexdigest()
+        return self.cache_dir / kind / key[:2] / key
+
+
+def _verify(body: bytes, sha256: str | None, url: str) -> None:
+    if sha256 and hashlib.sha256(body).hexdigest() != sha256.lower():
+        raise MetadataError(f"{redact(url)}: sha256 mismatch (index says {sha256[:12]}…); "
+                            "the file or the index page is corrupt")

@@ -1,0 +1,116 @@
+"""Plain data passed between the pure core and the adapters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One requirement string of the target that names a package of a group."""
+
+    package: str  # PEP 503-normalized
+    requirement: str  # the text as written, e.g. "flashinfer_python[cu13]==0.6.12"
+    file: str  # path relative to the target root, with forward slashes
+    line: int  # 1-based
+    section: str  # "project.dependencies", "dependency-groups.test", "requirements", ...
+
+    @property
+    def parsed(self) -> Requirement:
+        return Requirement(self.requirement)
+
+    @property
+    def exact(self) -> Version | None:
+        """The version of a single ``==X`` clause (no wildcard), else None."""
+        for spec in self.parsed.specifier:
+            if spec.operator in ("==", "===") and not spec.version.endswith(".*"):
+                return Version(spec.version)
+        return None
+
+    @property
+    def floor(self) -> Version | None:
+        """The version of a ``>=X`` clause, else None."""
+        for spec in self.parsed.specifier:
+            if spec.operator == ">=":
+                return Version(spec.version)
+        return None
+
+    @property
+    def current(self) -> Version | None:
+        return self.exact or self.floor
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class DistFile:
+    """One file of a project page (PEP 503 HTML or PEP 691 JSON)."""
+
+    filename: str
+    url: str
+    version: Version
+    is_wheel: bool
+    tags: frozenset[str]  # wheel tags as "py3-none-any"; empty for sdists
+    hashes: tuple[tuple[str, str], ...] = ()
+    requires_python: str | None = None
+    yanked: str | None = None  # None: not yanked; "" or a reason: yanked
+    upload_time: datetime | None = None  # PEP 700, when the index gives it
+    core_metadata: bool | tuple[tuple[str, str], ...] = False  # PEP 658/714
+    size: int | None = None
+
+    @property
+    def sha256(self) -> str | None:
+        return dict(self.hashes).get("sha256")
+
+
+@dataclass(frozen=True)
+class ProjectPage:
+    name: str  # normalized
+    url: str
+    files: tuple[DistFile, ...]
+
+    def versions(self) -> dict[Version, list[DistFile]]:
+        out: dict[Version, list[DistFile]] = {}
+        for f in self.files:
+            out.setdefault(f.version, []).append(f)
+        return out
+
+
+@dataclass(frozen=True)
+class Rejection:
+    package: str
+    version: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Change:
+    package: str
+    current: str
+    target: str
+    specifier_before: str
+    specifier_after: str
+    pins: tuple[Pin, ...]
+    reason: str
+
+    @property
+    def files(self) -> list[str]:
+        return [p.where for p in self.pins]
+
+
+@dataclass
+class Plan:
+    group: str
+    lead: str
+    lead_current: str
+    lead_target: str
+    changes: list[Change] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+    unchanged: list[tuple[str, str, str]] = field(default_factory=list)  # package, spec, why
+    not_verified: list[tuple[str, str]] = field(default_factory=list)  # package, why
