@@ -84,7 +84,7 @@ def parse_json_page(data: bytes, page_url: str, name: str) -> ProjectPage:
             requires_python=entry.get("requires-python") or None,
             yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
             upload_time=_parse_time(entry.get("upload-time")),
-            core_metadata=_hashes(meta) or True if meta else False,
+            core_metadata=(_hashes(meta) or True) if meta else False,
             size=entry.get("size"),
         )
         if f:

@@ -341,24 +341,29 @@ def _check_floor(ctx: Context, slot: _Slot, chosen: dict[str, Version],
     """A floor stays when still satisfied, else rises to the lowest acceptable version.
 
     Returns the (possibly raised) floor, or why no version at or above it fits the set.
+    Versions are screened lazily: a long release history costs only what is looked at.
     """
     bounds = constraints + slot.own
-    acceptable = [v for v, reason in _candidates(ctx, slot.package, slot.current)
-                  if reason is None and not _violated(bounds, slot.package, v)]
+    package = slot.package
     floor = slot.current
-    if floor is not None and _violated(bounds, slot.package, floor):
-        above = [v for v in acceptable if v >= floor]
-        if not above:
-            return f"{slot.package}: no version at or above {floor} satisfies " + "; ".join(
-                str(c) for c in bounds if canonicalize_name(c.requirement.name) == slot.package)
-        floor = min(above)
-    for version in acceptable:  # newest first: what an installer would pick
+    wanted = "; ".join(str(c) for c in bounds if canonicalize_name(c.requirement.name) == package)
+    if floor is not None and _violated(bounds, package, floor):
+        releases = _releases(ctx, package)
+        raised = next((v for v in sorted(releases) if v >= floor
+                       and not _violated(bounds, package, v)
+                       and screen(ctx, package, v, releases[v], exempt_age=False) is None), None)
+        if raised is None:
+            return f"{package}: no version at or above {floor} satisfies {wanted}"
+        floor = raised
+    for version, reason in _candidates(ctx, package, slot.current):  # newest first
         if floor is not None and version < floor:
             break
-        own = _active(ctx, slot.package, version)
+        if reason is not None or _violated(bounds, package, version):
+            continue
+        own = _active(ctx, package, version)
         if not any(_violated(own, n, v) for n, v in chosen.items()):
             return floor if floor is not None else version
-    return (f"{slot.package}: no version{f' at or above {floor}' if floor else ''} is "
+    return (f"{package}: no version{f' at or above {floor}' if floor else ''} is "
             "compatible with " + ", ".join(f"{n} {v}" for n, v in chosen.items()))
 
 

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from servers import PypiServer, StaticIndex, pypiserver, static_index  # noqa: E402
+from servers import PypiServer, StaticIndex, pypiserver, static_index
 
 
 @pytest.fixture(scope="session")

@@ -152,7 +152,7 @@ def static_index(root: Path) -> Iterator[StaticIndex]:
 class _FaultHandler(http.server.BaseHTTPRequestHandler):
     server: FaultServer
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:
         srv = self.server
         with srv.lock:
             srv.seen += 1

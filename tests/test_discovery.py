@@ -71,7 +71,8 @@ def test_same_literal_twice_gets_both_lines() -> None:
     ('[project]\ndependencies = [\n  "flashinfer-python==0.6.8"\n  "x"\n]\n',
      "pyproject.toml:4: malformed TOML"),
     ('[project\nname = "x"\n', "pyproject.toml:1: malformed TOML"),
-    ('[project]\ndependencies = ["flashinfer-python==="]\n', "pyproject.toml:2: invalid requirement"),
+    ('[project]\ndependencies = ["flashinfer-python==="]\n',
+     "pyproject.toml:2: invalid requirement"),
     ('[project]\ndependencies = "flashinfer-python"\n', "pyproject.toml: [project.dependencies]"),
 ])
 def test_bad_pyproject_names_file_and_line(text: str, fragment: str) -> None:

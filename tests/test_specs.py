@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from bot.specs import clause_version, other_clauses, replace_clause, split_requirement, with_specifier
+from bot.specs import (
+    clause_version,
+    other_clauses,
+    replace_clause,
+    split_requirement,
+    with_specifier,
+)
 
 
 @pytest.mark.parametrize(("text", "head", "spec", "tail"), [

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+from targets import write_target
+
+from bot.app import PlanOptions, load_target
+from bot.config import Policy, parse_config
+from bot.errors import ConfigError
+
+
+def test_full_config_is_read() -> None:
+    policy = parse_config({
+        "index-url": "http://127.0.0.1:1/simple",
+        "index": {"flashinfer_jit_cache": "https://flashinfer.ai/whl/cu129"},
+        "min-release-age": 7,
+        "allow-prereleases": ["Quack-Kernels"],
+        "known-bad": {"flashinfer-python": {"0.6.10": "allreduce fusion hangs"}},
+        "cap": {"nvidia_cutlass_dsl": "4.6"},
+        "python": "3.12",
+        "groups": {"tri": {"lead": "triton", "companions": ["torch"]}},
+        "group": "tri",
+    }, "pinbump.toml")
+    assert policy.index_for("flashinfer-jit-cache") == "https://flashinfer.ai/whl/cu129"
+    assert policy.index_for("flashinfer-python") == "http://127.0.0.1:1/simple"
+    assert policy.min_release_age_days == 7
+    assert policy.prereleases_allowed("quack-kernels")
+    assert not policy.prereleases_allowed("flashinfer-python")
+    assert policy.known_bad_reason("flashinfer-python", Version("0.6.10.0")) == \
+        "allreduce fusion hangs"
+    assert policy.caps["nvidia-cutlass-dsl"] == Version("4.6")
+    assert policy.active_group.members == ("triton", "torch")
+    assert "flashinfer" in policy.groups
+
+
+@pytest.mark.parametrize(("raw", "where", "message"), [
+    ({"min-release-age": "3"}, "pinbump.toml",
+     "pinbump.toml: key 'min-release-age' must be a number of days, got '3'"),
+    ({"min_release_age": 3}, "pinbump.toml", "pinbump.toml: unknown key 'min_release_age'"),
+    ({"index": {"x": 1}}, "python/pyproject.toml",
+     "python/pyproject.toml: key 'tool.pinbump.index.x' must be a URL, got 1"),
+    ({"known-bad": {"flashinfer-python": {"zero": "bad"}}}, "pinbump.toml",
+     "key 'known-bad.flashinfer-python.zero': 'zero' is not a valid version"),
+    ({"groups": {"g": {"lockstep": []}}}, "pinbump.toml", "key 'groups.g.lead' is required"),
+    ({"groups": {"g": {"lead": "a", "follow": []}}}, "pinbump.toml",
+     "unknown key 'groups.g.follow'"),
+    ({"group": "nope"}, "pinbump.toml", "key 'group': no group named 'nope'"),
+    ({"allow-prereleases": "yes"}, "pinbump.toml",
+     "key 'allow-prereleases' must be an array of package names"),
+    ({"min-release-age": True}, "pinbump.toml", "key 'min-release-age' must be a number"),
+])
+def test_invalid_config_names_the_key(raw: dict[str, object], where: str, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw, where)
+    assert message in str(err.value)
+
+
+def test_layers_defaults_then_file_then_flags(tmp_path: Path) -> None:
+    write_target(tmp_path, tool='min-release-age = 5\nindex-url = "http://file.invalid/simple"\n')
+    _, policy = load_target(PlanOptions(repo=tmp_path))
+    assert (policy.min_release_age_days, policy.index_url) == (5, "http://file.invalid/simple")
+    assert policy.source == "python/pyproject.toml"
+    _, policy = load_target(PlanOptions(repo=tmp_path, min_release_age=0,
+                                        index_url="http://flag.invalid/simple"))
+    assert (policy.min_release_age_days, policy.index_url) == (0, "http://flag.invalid/simple")
+    assert Policy().min_release_age_days == 3
+
+
+def test_pinbump_toml_wins_over_pyproject(tmp_path: Path) -> None:
+    write_target(tmp_path, tool="min-release-age = 5\n", config="min-release-age = 1\n")
+    _, policy = load_target(PlanOptions(repo=tmp_path))
+    assert policy.min_release_age_days == 1
+    assert policy.source == "pinbump.toml"
+
+
+def test_config_groups_are_discovered(tmp_path: Path) -> None:
+    write_target(tmp_path, pins=['"triton==3.1.0"'],
+                 config='group = "tri"\n[groups.tri]\nlead = "triton"\n')
+    target, policy = load_target(PlanOptions(repo=tmp_path))
+    assert policy.active_group.lead == "triton"
+    assert [p.where for p in target.pins_of("triton")] == ["python/pyproject.toml:7"]

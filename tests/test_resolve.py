@@ -1,0 +1,234 @@
+"""Table-driven tests of the pure resolver, over an in-memory source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from bot.config import Policy, parse_config
+from bot.discovery import Target, parse_pyproject
+from bot.errors import ResolutionError
+from bot.models import DistFile
+from bot.resolve import make_plan
+
+NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
+OLD = NOW - timedelta(days=60)
+
+
+@dataclass
+class Rel:
+    version: str
+    requires: tuple[str, ...] = ()
+    uploaded: datetime = OLD
+    yanked: str | None = None
+    tag: str = "py3-none-any"
+
+
+@dataclass
+class MemorySource:
+    packages: dict[str, list[Rel]]
+    metadata_reads: list[tuple[str, str]] = field(default_factory=list)
+
+    def _rel(self, package: str, version: Version) -> Rel:
+        return next(r for r in self.packages[package] if Version(r.version) == version)
+
+    def releases(self, package: str) -> dict[Version, list[DistFile]]:
+        out: dict[Version, list[DistFile]] = {}
+        for r in self.packages.get(package, []):
+            f = DistFile(filename=f"{package}-{r.version}-{r.tag}.whl", url=f"mem://{package}",
+                         version=Version(r.version), is_wheel=True, tags=frozenset({r.tag}),
+                         yanked=r.yanked, upload_time=r.uploaded)
+            out.setdefault(Version(r.version), []).append(f)
+        return out
+
+    def requires(self, package: str, version: Version) -> list[Requirement]:
+        self.metadata_reads.append((package, str(version)))
+        return [Requirement(x) for x in self._rel(package, version).requires]
+
+    def upload_time(self, file: DistFile) -> datetime | None:
+        return file.upload_time
+
+
+def target(*pins: str) -> Target:
+    deps = ",\n".join(f'  "{p}"' for p in pins)
+    text = f'[project]\nrequires-python = ">=3.10"\ndependencies = [\n{deps}\n]\n'
+    toml = parse_pyproject(text, "python/pyproject.toml",
+                           {"flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache",
+                            "nvidia-cutlass-dsl", "quack-kernels"})
+    return Target(root=Path("/t"), tomls=[toml], pins=toml.pins)
+
+
+PINS = ("flashinfer_python==0.6.8.post1", "flashinfer_cubin==0.6.8.post1",
+        "nvidia-cutlass-dsl==4.4.2", "quack-kernels>=0.3.0")
+
+
+def base() -> dict[str, list[Rel]]:
+    return {
+        "flashinfer-python": [Rel("0.6.8.post1", ("nvidia-cutlass-dsl>=4.2",)),
+                              Rel("0.6.11", ("nvidia-cutlass-dsl>=4.4",))],
+        "flashinfer-cubin": [Rel("0.6.8.post1"), Rel("0.6.11")],
+        "nvidia-cutlass-dsl": [Rel("4.4.2"), Rel("4.5.0")],
+        "quack-kernels": [Rel("0.3.0"), Rel("0.4.0")],
+        "flashinfer-jit-cache": [Rel("0.6.8.post1"), Rel("0.6.11")],
+    }
+
+
+def plan_of(packages: dict[str, list[Rel]], pins: tuple[str, ...] = PINS,
+            policy: Policy | None = None, now: datetime = NOW):
+    return make_plan(target(*pins), policy or Policy(), MemorySource(packages), now)
+
+
+def changes(plan) -> dict[str, tuple[str, str]]:
+    return {c.package: (c.specifier_before, c.specifier_after) for c in plan.changes}
+
+
+def rejected(plan) -> dict[tuple[str, str], str]:
+    return {(r.package, r.version): r.reason for r in plan.rejected}
+
+
+def with_(packages: dict[str, list[Rel]], package: str, *rels: Rel) -> dict[str, list[Rel]]:
+    return {**packages, package: [*packages[package], *rels]}
+
+
+CASES = [
+    # (id, packages, policy, expected changes, expected rejections (substring))
+    ("plain bump", base(), None,
+     {"flashinfer-python": ("==0.6.8.post1", "==0.6.11"),
+      "flashinfer-cubin": ("==0.6.8.post1", "==0.6.11"),
+      "nvidia-cutlass-dsl": ("==4.4.2", "==4.5.0")}, {}),
+    ("lockstep missing: previous complete version",
+     with_(base(), "flashinfer-python", Rel("0.6.12")), None,
+     {"flashinfer-python": ("==0.6.8.post1", "==0.6.11")},
+     {("flashinfer-python", "0.6.12"): "flashinfer-cubin 0.6.12 is not published"}),
+    ("yanked lead",
+     with_(with_(base(), "flashinfer-python", Rel("0.6.12", yanked="bad wheel")),
+           "flashinfer-cubin", Rel("0.6.12")), None,
+     {"flashinfer-python": ("==0.6.8.post1", "==0.6.11")},
+     {("flashinfer-python", "0.6.12"): "yanked: bad wheel"}),
+    ("yanked lockstep",
+     with_(with_(base(), "flashinfer-python", Rel("0.6.12")),
+           "flashinfer-cubin", Rel("0.6.12", yanked="")), None,
+     {"flashinfer-python": ("==0.6.8.post1", "==0.6.11")},
+     {("flashinfer-python", "0.6.12"): "flashinfer-cubin 0.6.12: yanked"}),
+    ("pre-release",
+     with_(with_(base(), "flashinfer-python", Rel("0.7.0rc1")), "flashinfer-cubin",
+           Rel("0.7.0rc1")), None,
+     {"flashinfer-python": ("==0.6.8.post1", "==0.6.11")},
+     {("flashinfer-python", "0.7.0rc1"): "pre-release"}),
+    ("pre-release allowed",
+     with_(with_(base(), "flashinfer-python", Rel("0.7.0rc1")), "flashinfer-cubin",
+           Rel("0.7.0rc1")), parse_config({"allow-prereleases": True}, "pinbump.toml"),
+     {"flashinfer-python": ("==0.6.8.post1", "==0.7.0rc1")}, {}),
+    ("too new",
+     with_(with_(base(), "flashinfer-python", Rel("0.6.12", uploaded=NOW - timedelta(days=1))),
+           "flashinfer-cubin", Rel("0.6.12")), None,
+     {"flashinfer-python": ("==0.6.8.post1", "==0.6.11")},
+     {("flashinfer-python", "0.6.12"): "too new: uploaded 24 hours before now; minimum "
+                                       "release age is 3 days"}),
+    ("too new allowed with age 0",
+     with_(with_(base(), "flashinfer-python", Rel("0.6.12", uploaded=NOW - timedelta(days=1))),
+           "flashinfer-cubin", Rel("0.6.12")), parse_config({"min-release-age": 0}, "x.toml"),
+     {"flashinfer-python": ("==0.6.8.post1", "==0.6.12")}, {}),
+    ("known bad",
+     base(), parse_config({"known-bad": {"flashinfer-python": {"0.6.11": "fusion hangs"}}},
+                          "pinbump.toml"),
+     {"nvidia-cutlass-dsl": ("==4.4.2", "==4.5.0")},
+     {("flashinfer-python", "0.6.11"): "known bad: fusion hangs"}),
+    ("capped companion stays below cap",
+     base(), parse_config({"cap": {"nvidia-cutlass-dsl": "4.5"}}, "pinbump.toml"),
+     {"flashinfer-python": ("==0.6.8.post1", "==0.6.11")},
+     {("nvidia-cutlass-dsl", "4.5.0"): "capped below 4.5"}),
+    ("floor raised as far as the lead requires",
+     {**base(), "flashinfer-python": [Rel("0.6.8.post1"),
+                                       Rel("0.6.11", ("quack-kernels>=0.4.0",))],
+      "quack-kernels": [Rel("0.3.0"), Rel("0.4.0"), Rel("0.5.0")]}, None,
+     {"flashinfer-python": ("==0.6.8.post1", "==0.6.11"),
+      "quack-kernels": (">=0.3.0", ">=0.4.0")}, {}),
+    ("companion requirement on another companion moves the exact pin",
+     {**base(), "quack-kernels": [Rel("0.3.0", ("nvidia-cutlass-dsl>=4.5",))]}, None,
+     {"nvidia-cutlass-dsl": ("==4.4.2", "==4.5.0")}, {}),
+    ("newest companion excluded by the lead's upper bound",
+     {**base(), "flashinfer-python": [Rel("0.6.8.post1"),
+                                       Rel("0.6.11", ("nvidia-cutlass-dsl>=4.4,<4.5",))]},
+     None, {"nvidia-cutlass-dsl": None},
+     {("nvidia-cutlass-dsl", "4.5.0"): "excluded by <4.5,>=4.4 (from flashinfer-python 0.6.11)"}),
+    ("extra-only requirement applies when the target asks for the extra",
+     {**base(), "flashinfer-python": [Rel("0.6.8.post1"), Rel(
+         "0.6.11", ('nvidia-cutlass-dsl[cu13]>=4.5; extra == "cu13"',))],
+      "nvidia-cutlass-dsl": [Rel("4.4.2"), Rel("4.5.0"), Rel("4.6.0", uploaded=NOW)]},
+     None, {"nvidia-cutlass-dsl": ("==4.4.2", "==4.5.0")},
+     {("nvidia-cutlass-dsl", "4.6.0"): "too new"}),
+]
+
+
+@pytest.mark.parametrize(("packages", "policy", "expected", "rejects"),
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_resolution(packages, policy, expected, rejects) -> None:
+    pins = PINS
+    if any("extra ==" in r for rel in packages["flashinfer-python"] for r in rel.requires):
+        pins = ("flashinfer_python[cu13]==0.6.8.post1", *PINS[1:])
+    plan = plan_of(packages, pins, policy)
+    got = changes(plan)
+    for package, change in expected.items():
+        assert got.get(package) == change, (package, got)
+    for key, fragment in rejects.items():
+        assert fragment in rejected(plan).get(key, ""), (key, rejected(plan))
+
+
+def test_no_consistent_set_names_the_conflict() -> None:
+    packages = {**base(), "flashinfer-python": [Rel("0.6.8.post1", ("nvidia-cutlass-dsl>=4.6",)),
+                                                Rel("0.6.11", ("nvidia-cutlass-dsl>=4.6",))]}
+    with pytest.raises(ResolutionError) as err:
+        plan_of(packages)
+    message = str(err.value)
+    assert err.value.exit_code == 2
+    assert "nvidia-cutlass-dsl: no version satisfies >=4.6 (from flashinfer-python 0.6.11)" \
+        in message
+    assert "flashinfer-python 0.6.8.post1:" in message
+
+
+def test_nothing_newer_is_no_change() -> None:
+    packages = {**base(), "flashinfer-python": [Rel("0.6.8.post1")],
+                "nvidia-cutlass-dsl": [Rel("4.4.2")]}
+    plan = plan_of(packages)
+    assert plan.changes == [] and plan.lead_target == "0.6.8.post1"
+    assert ("quack-kernels", ">=0.3.0", "floor still satisfies the set") in plan.unchanged
+
+
+def test_as_of_hides_later_uploads_and_measures_age_from_that_day() -> None:
+    packages = with_(with_(base(), "flashinfer-python", Rel("0.6.12", uploaded=NOW)),
+                     "flashinfer-cubin", Rel("0.6.12", uploaded=NOW))
+    day = NOW - timedelta(days=1)
+    plan = make_plan(target(*PINS), Policy(), MemorySource(packages), day, as_of=True)
+    assert plan.lead_target == "0.6.11"
+    assert ("flashinfer-python", "0.6.12") not in rejected(plan)
+
+
+def test_optional_lockstep_not_on_index_is_not_verified() -> None:
+    packages = base()
+    del packages["flashinfer-jit-cache"]
+
+    class Missing(MemorySource):
+        def releases(self, package: str) -> dict[Version, list[DistFile]]:
+            if package == "flashinfer-jit-cache":
+                from bot.errors import UnknownPackage
+                raise UnknownPackage("flashinfer-jit-cache: not found on the index (HTTP 404)")
+            return super().releases(package)
+
+    plan = make_plan(target(*PINS), Policy(), Missing(packages), NOW)
+    assert plan.lead_target == "0.6.11"
+    assert plan.not_verified and plan.not_verified[0][0] == "flashinfer-jit-cache"
+    assert "not found" in plan.not_verified[0][1]
+
+
+def test_metadata_is_read_only_for_candidates() -> None:
+    packages = base()
+    packages["nvidia-cutlass-dsl"] += [Rel(f"4.5.{i}") for i in range(1, 40)]
+    source = MemorySource(packages)
+    make_plan(target(*PINS), Policy(), source, NOW)
+    assert len(source.metadata_reads) <= 6, source.metadata_reads
