@@ -84,3 +84,17 @@ def test_missing_wheel_is_a_clear_error(static: StaticIndex, tmp_path: Path,
     assert code == 2
     assert err == (f"pinbump: error: {static.base}/packages/flashinfer_python-0.6.12-py3-none-"
                    "any.whl: HTTP 404; wheel missing\n")
+
+
+def test_pages_are_revalidated_from_the_disk_cache(static: StaticIndex, tmp_path: Path) -> None:
+    """http.server answers If-Modified-Since with 304: the second plan reuses stored pages."""
+    stack(static)
+    repo = write_target(tmp_path / "repo")
+    opts = PlanOptions(repo=repo, index_url=static.url, min_release_age=0,
+                       cache_dir=tmp_path / "cache")
+    with HttpClient(opts.cache) as http, planned(opts, http=http) as first:
+        assert http.stats.not_modified == 0
+    with HttpClient(opts.cache) as http, planned(opts, http=http) as second:
+        assert http.stats.not_modified == 4  # each page of the group (jit-cache: 404)
+        assert http.stats.requests == 5  # metadata and upload times came from the cache
+    assert second.plan.changes == first.plan.changes
