@@ -11,8 +11,12 @@ from pathlib import Path
 
 from bot import __version__
 from bot.app import PlanOptions, planned
+from bot.apply import compute_edits, edits_json, edits_text, unified_diff
+from bot.edits import bumps_from_plan
 from bot.errors import PinbumpError
 from bot.render import plan_json, plan_text
+from bot.tree import read_tree
+from bot.writer import write_all
 
 
 def _as_of(value: str) -> str:
@@ -44,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="choose the newest complete and consistent set")
     add_plan_options(plan)
     plan.set_defaults(handler=cmd_plan)
+
+    apply = sub.add_parser("apply", help="edit every place a pin lives, all or nothing")
+    add_plan_options(apply)
+    apply.add_argument("--dry-run", action="store_true",
+                       help="print the unified diff and write nothing")
+    apply.set_defaults(handler=cmd_apply)
     return parser
 
 
@@ -85,6 +95,24 @@ def plan_options(args: argparse.Namespace) -> PlanOptions:
 def cmd_plan(args: argparse.Namespace) -> int:
     with planned(plan_options(args), status=None if args.json else progress) as done:
         sys.stdout.write(plan_json(done.plan) if args.json else plan_text(done.plan))
+    return 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    with planned(plan_options(args), status=None if args.json else progress) as done:
+        tree = read_tree(done.target.root)
+        edits, notes = compute_edits(done.plan, done.policy, tree.text)
+        bumps = bumps_from_plan(done.plan, done.policy.active_group)
+    write = not args.dry_run and bool(edits.files)
+    if write:
+        write_all(tree.root, {f.path: f.new.encode("utf-8") for f in edits.files}, tree.raw)
+    if args.json:
+        sys.stdout.write(edits_json(edits, notes, written=write))
+    elif args.dry_run:
+        sys.stdout.write(unified_diff(edits))
+        sys.stderr.write(edits_text(edits, notes, written=False, bumps=bumps))
+    else:
+        sys.stdout.write(edits_text(edits, notes, written=write, bumps=bumps))
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -51,6 +52,7 @@ class Policy:
     known_bad: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     caps: Mapping[str, Version] = field(default_factory=dict)  # package -> must stay below
     python: str | None = None  # the Python version markers are evaluated for
+    doc_patterns: tuple[str, ...] = ()  # extra regexes with {version} for apply
     source: str = "built-in defaults"
 
     def index_for(self, package: str) -> str:
@@ -76,7 +78,7 @@ class Policy:
 
 
 KNOWN_KEYS = {"group", "groups", "index-url", "index", "min-release-age", "allow-prereleases",
-              "known-bad", "cap", "python"}
+              "known-bad", "cap", "python", "doc-patterns"}
 GROUP_KEYS = {"lead", "lockstep", "companions"}
 
 
@@ -169,6 +171,19 @@ def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None)
                            for k, v in table.items()}
     if "python" in raw:
         updates["python"] = str(_version(where, f"{prefix}python", raw["python"]))
+    if "doc-patterns" in raw:
+        key = f"{prefix}doc-patterns"
+        patterns = _expect(where, key, raw["doc-patterns"], list, "an array of regexes")
+        for pattern in patterns:
+            _expect(where, key, pattern, str, "an array of regexes")
+            if "{version}" not in pattern:
+                raise ConfigError(f"{where}: key '{key}': {pattern!r} has no {{version}}")
+            try:
+                re.compile(pattern.replace("{version}", "0"))
+            except re.error as exc:
+                raise ConfigError(f"{where}: key '{key}': {pattern!r} is not a valid regex "
+                                  f"({exc})") from None
+        updates["doc_patterns"] = tuple(patterns)
     return replace(policy, **updates)
 
 

@@ -1,0 +1,126 @@
+"""apply: turn a plan into edits over the target's files (pure), and render them."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from bot.config import Policy
+from bot.edits import (
+    BUILTIN_DOC_PATTERNS,
+    ApplyError,
+    Bump,
+    EditSet,
+    FileEdit,
+    bumps_from_plan,
+    edit_assertions,
+    edit_dockerfile,
+    edit_docs,
+    edit_requirements,
+    left_unchanged,
+    validate_dockerfile,
+    validate_requirements,
+)
+from bot.models import Pin, Plan
+from bot.tree import is_dockerfile
+
+DOC_SUFFIXES = (".py", ".md", ".rst", ".txt")
+
+
+def _chain(first: FileEdit, second: FileEdit) -> FileEdit:
+    return FileEdit(first.path, first.old, second.new, first.edits + second.edits)
+
+
+def compute_edits(plan: Plan, policy: Policy, files: Mapping[str, str]) -> tuple[EditSet,
+                                                                                 list[str]]:
+    """Every edit the plan needs over ``files`` (path -> text), validated; plus notes."""
+    group = policy.active_group
+    bumps = bumps_from_plan(plan, group)
+    lead = next((b for b in bumps if b.package == group.lead), None)
+    names = set(group.members)
+    by_file: dict[str, list[tuple[Pin, str]]] = {}
+    for change in plan.changes:
+        for pin in change.pins:
+            by_file.setdefault(pin.file, []).append((pin, change.specifier_after))
+    results: dict[str, FileEdit] = {}
+    notes: list[str] = []
+    for path, pins in by_file.items():
+        edit = edit_requirements(path, files[path], pins)
+        validate_requirements(edit, names, {
+            (pin.package, spec): pin.requirement for pin, spec in pins})
+        results[path] = edit
+    patterns = (*BUILTIN_DOC_PATTERNS, *policy.doc_patterns)
+    for path, text in files.items():
+        if path in results:
+            continue
+        edit = FileEdit(path, text, text)
+        if is_dockerfile(path):
+            edit, more = edit_dockerfile(path, text, bumps)
+            validate_dockerfile(edit, bumps)
+            notes += more
+        elif path.endswith(".py"):
+            edit = edit_assertions(path, text, bumps)
+        if path.endswith(DOC_SUFFIXES):
+            edit = _chain(edit, edit_docs(path, edit.new, lead, patterns))
+        if path.endswith(".py") and edit.edits:
+            _compiles(edit)
+        if edit.edits:
+            results[path] = edit
+    after = {p: (results[p].new if p in results else t) for p, t in files.items()}
+    changed = [results[p] for p in sorted(results) if results[p].new != results[p].old]
+    return EditSet(files=changed, left_unchanged=left_unchanged(after, bumps)), notes
+
+
+def _compiles(edit: FileEdit) -> None:
+    try:
+        compile(edit.new, edit.path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise ApplyError(f"{edit.path}:{exc.lineno}: edited file does not compile "
+                         f"({exc.msg}); nothing written") from None
+
+
+def unified_diff(edits: EditSet) -> str:
+    out: list[str] = []
+    for f in edits.files:
+        out.extend(difflib.unified_diff(f.old.splitlines(keepends=True),
+                                        f.new.splitlines(keepends=True),
+                                        fromfile=f"a/{f.path}", tofile=f"b/{f.path}"))
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+                   for line in out)
+
+
+def edits_to_dict(edits: EditSet, notes: list[str], written: bool) -> dict[str, Any]:
+    return {
+        "written": written,
+        "edits": [{"file": e.file, "line": e.line, "kind": e.kind, "before": e.before,
+                   "after": e.after} for e in edits.edits],
+        "left_unchanged": [{"file": m.file, "line": m.line, "package": m.package,
+                            "version": m.version, "text": m.text} for m in edits.left_unchanged],
+        "notes": notes,
+    }
+
+
+def edits_json(edits: EditSet, notes: list[str], written: bool) -> str:
+    return json.dumps(edits_to_dict(edits, notes, written), indent=2) + "\n"
+
+
+def edits_text(edits: EditSet, notes: list[str], written: bool, bumps: list[Bump]) -> str:
+    lines = []
+    if not edits.files:
+        lines.append("pinbump apply: no change (every pin already matches the plan)")
+    else:
+        verb = "edited" if written else "would edit"
+        lines.append(f"pinbump apply: {verb} {len(edits.files)} file(s), "
+                     f"{len(edits.edits)} place(s): " + ", ".join(
+                         f"{b.package} {'/'.join(sorted(b.old))} -> {b.new}" for b in bumps))
+        for e in edits.edits:
+            lines.append(f"  {e.file}:{e.line} [{e.kind}] {e.before}  ->  {e.after}")
+    for note in notes:
+        lines.append(f"  note: {note}")
+    if edits.left_unchanged:
+        lines.append("left unchanged (old versions elsewhere; check them by hand):")
+        for m in edits.left_unchanged:
+            lines.append(f"  {m.file}:{m.line} {m.package} {m.version}: {m.text}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,374 @@
+"""Compute every edit a bump needs, in memory. Pure: texts and a plan in, new texts out.
+
+Editors, one per kind of place a pin lives:
+- requirement: pyproject*.toml and requirements*.txt pins (only the version moves);
+- dockerfile-arg / dockerfile-run: ``ARG``/``ENV`` defaults and literal pins in ``RUN``;
+- assertion: calls such as ``assert_pkg_version("flashinfer_python", "0.6.8.post1", ...)``;
+- doc: documented examples next to a version check, plus patterns from the config.
+Every other occurrence of an old version is reported as left unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+from packaging.utils import canonicalize_name
+
+from bot.config import Group
+from bot.discovery import parse_pyproject, parse_requirements
+from bot.errors import InputError, PinbumpError
+from bot.models import Pin, Plan
+from bot.specs import split_requirement, with_specifier
+
+
+class ApplyError(PinbumpError):
+    """An edit cannot be made safely; nothing is written."""
+
+
+class DockerfileConflict(ApplyError):
+    """One Dockerfile gives the same ARG two different defaults."""
+
+
+@dataclass(frozen=True)
+class Bump:
+    package: str
+    old: frozenset[str]
+    new: str
+
+
+@dataclass(frozen=True)
+class Edit:
+    file: str
+    line: int
+    kind: str  # requirement | dockerfile-arg | dockerfile-run | assertion | doc
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class Mention:
+    file: str
+    line: int
+    package: str
+    version: str
+    text: str
+
+
+@dataclass
+class FileEdit:
+    path: str
+    old: str
+    new: str
+    edits: list[Edit] = field(default_factory=list)
+
+
+@dataclass
+class EditSet:
+    files: list[FileEdit]
+    left_unchanged: list[Mention]
+
+    @property
+    def edits(self) -> list[Edit]:
+        return [e for f in self.files for e in f.edits]
+
+
+def bumps_from_plan(plan: Plan, group: Group) -> list[Bump]:
+    """What moves: each changed pin, plus lockstep packages that follow the lead."""
+    found: dict[str, tuple[set[str], str]] = {}
+    for change in plan.changes:
+        olds, _ = found.setdefault(change.package, (set(), change.target))
+        if change.current:
+            olds.add(change.current)
+        olds.update(_written_versions(change.pins))
+    if plan.lead_current and plan.lead_current != plan.lead_target:
+        for package in (group.lead, *group.lockstep):
+            olds, _ = found.setdefault(package, (set(), plan.lead_target))
+            olds.add(plan.lead_current)
+    return [Bump(p, frozenset(o - {new}), new) for p, (o, new) in found.items() if o - {new}]
+
+
+def _written_versions(pins: Iterable[Pin]) -> set[str]:
+    """Versions exactly as the target wrote them (0.6.8.post1, not a normalized form)."""
+    out = set()
+    for pin in pins:
+        spec = split_requirement(pin.requirement)[1]
+        m = re.search(r"(?:==|>=)\s*([^\s,;)]+)", spec)
+        if m:
+            out.add(m.group(1))
+    return out
+
+
+def version_pattern(version: str) -> re.Pattern[str]:
+    """An old version as a whole token: 0.6.8.post1 but not 0.6.8.post10 or 10.6.8.post1."""
+    return re.compile(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\d)")
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+def _replace_line(lines: list[str], index: int, new: str, file: str, kind: str,
+                  edits: list[Edit]) -> None:
+    if lines[index] != new:
+        edits.append(Edit(file, index + 1, kind, lines[index].strip(), new.strip()))
+        lines[index] = new
+
+
+# -- requirement pins ----------------------------------------------------------------------
+def edit_requirements(path: str, text: str, pins: Sequence[tuple[Pin, str]]) -> FileEdit:
+    """Move each pin (with its new specifier) on its own line, keeping everything else."""
+    lines = _lines(text)
+    edits: list[Edit] = []
+    for pin, new_spec in pins:
+        new_req = with_specifier(pin.requirement, new_spec)
+        if new_req == pin.requirement:
+            continue
+        index = pin.line - 1
+        if 0 <= index < len(lines) and pin.requirement in lines[index]:
+            _replace_line(lines, index, lines[index].replace(pin.requirement, new_req, 1),
+                          path, "requirement", edits)
+            continue
+        # A requirement continued over several lines (requirements files): move the version.
+        old_spec = split_requirement(pin.requirement)[1]
+        m = re.search(r"(==|>=)\s*([^\s,;)]+)", old_spec)
+        n = re.search(r"(==|>=)\s*([^\s,;)]+)", new_spec)
+        done = False
+        if m and n:
+            for i in range(max(index, 0), min(len(lines), index + 20)):
+                pattern = re.compile(rf"({re.escape(m.group(1))}\s*){re.escape(m.group(2))}"
+                                     r"(?![\w.])")
+                if pattern.search(lines[i]):
+                    _replace_line(lines, i, pattern.sub(rf"\g<1>{n.group(2)}", lines[i], 1),
+                                  path, "requirement", edits)
+                    done = True
+                    break
+        if not done:
+            raise ApplyError(f"{path}:{pin.line}: cannot find {pin.requirement!r} to edit; "
+                             "the file changed since it was read?")
+    return FileEdit(path, text, "".join(lines), edits)
+
+
+def validate_requirements(edit: FileEdit, names: set[str],
+                          expected: Mapping[tuple[str, str], str]) -> None:
+    """Re-parse an edited file and check that every new pin is there.
+
+    ``expected`` maps (package, new specifier) -> requirement we wrote.
+    """
+    if edit.path.endswith(".toml"):
+        pins = parse_pyproject(edit.new, edit.path, names).pins
+    else:
+        pins = parse_requirements(edit.new, edit.path, names)
+    present = {(p.package, split_requirement(p.requirement)[1].strip()) for p in pins}
+    for (package, spec), req in expected.items():
+        if (package, spec.strip()) not in present:
+            raise ApplyError(f"{edit.path}: after editing, {req!r} is not found; nothing written")
+
+
+# -- Dockerfiles ---------------------------------------------------------------------------
+_INSTRUCTION = re.compile(r"^\s*(?P<op>[A-Za-z]+)\s+(?P<rest>.*)$")
+_ASSIGN = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<q>[\"']?)(?P<value>[^\s\"']*)(?P=q)")
+_RUN_PIN = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?P<extras>\[[^\]]*\])?"
+                      r"(?P<op>==|>=)(?P<version>[0-9][A-Za-z0-9._+!-]*)")
+
+
+def _logical_lines(lines: list[str]) -> list[tuple[int, int]]:
+    """(start, end) line indexes of each instruction, following backslash continuations."""
+    spans = []
+    i = 0
+    while i < len(lines):
+        start = i
+        while lines[i].rstrip("\r\n").endswith("\\") and i + 1 < len(lines):
+            i += 1
+        spans.append((start, i))
+        i += 1
+    return spans
+
+
+def _bump_for(value: str, arg_name: str, bumps: Sequence[Bump]) -> Bump | str | None:
+    """The bump an ARG default belongs to; a string when it is ambiguous."""
+    matches = [b for b in bumps if value in b.old]
+    if not matches:
+        return None
+    if len({b.new for b in matches}) == 1:
+        return matches[0]
+    words = set(re.split(r"[_\W]+", arg_name.lower()))
+    named = [b for b in matches if words & set(re.split(r"[-_.]", b.package))]
+    if len({b.new for b in named}) == 1:
+        return named[0]
+    return "ambiguous: " + ", ".join(sorted(b.package for b in matches))
+
+
+def edit_dockerfile(path: str, text: str, bumps: Sequence[Bump]) -> tuple[FileEdit, list[str]]:
+    """Edit ARG/ENV defaults and RUN pins; returns the edit and notes on ambiguous values."""
+    lines = _lines(text)
+    edits: list[Edit] = []
+    notes: list[str] = []
+    defaults: dict[str, list[tuple[int, str]]] = {}
+    relevant = {v for b in bumps for v in (*b.old, b.new)}
+    by_name = {b.package: b for b in bumps}
+    for start, end in _logical_lines(lines):
+        m = _INSTRUCTION.match(lines[start])
+        if not m:
+            continue
+        op = m.group("op").upper()
+        if op in ("ARG", "ENV"):
+            line = lines[start]
+            new_line = line
+            for a in _ASSIGN.finditer(m.group("rest")):
+                name, value = a.group("name"), a.group("value")
+                if op == "ARG":
+                    defaults.setdefault(name, []).append((start + 1, value))
+                bump = _bump_for(value, name, bumps)
+                if isinstance(bump, str):
+                    notes.append(f"{path}:{start + 1}: {op} {name}={value} left unchanged "
+                                 f"({bump})")
+                elif bump is not None:
+                    new_line = re.sub(rf"(\b{name}=[\"']?){re.escape(value)}(?=[\"']?(\s|$))",
+                                      rf"\g<1>{bump.new}", new_line, count=1)
+            _replace_line(lines, start, new_line, path, "dockerfile-arg", edits)
+        elif op == "RUN":
+            for i in range(start, end + 1):
+                def sub(p: re.Match[str]) -> str:
+                    bump = by_name.get(canonicalize_name(p.group("name")))
+                    if bump is None or p.group("version") not in bump.old:
+                        return p.group(0)
+                    return p.group(0)[: p.start("version") - p.start()] + bump.new
+
+                _replace_line(lines, i, _RUN_PIN.sub(sub, lines[i]), path, "dockerfile-run",
+                              edits)
+    for name, values in defaults.items():
+        distinct = {v for _, v in values if v}
+        if len(distinct) > 1 and distinct & relevant:
+            where = ", ".join(f"line {n} ({v})" for n, v in values if v)
+            raise DockerfileConflict(f"{path}: ARG {name} has different defaults in one file: "
+                                     f"{where}; make them agree, then run again. Nothing was "
+                                     "written")
+    return FileEdit(path, text, "".join(lines), edits), notes
+
+
+def dockerfile_args(text: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        m = _INSTRUCTION.match(line)
+        if m and m.group("op").upper() == "ARG":
+            for a in _ASSIGN.finditer(m.group("rest")):
+                out.setdefault(a.group("name"), set()).add(a.group("value"))
+    return out
+
+
+def validate_dockerfile(edit: FileEdit, bumps: Sequence[Bump]) -> None:
+    """Re-read the ARGs: every edited default now holds a new version, none an old one."""
+    before, after = dockerfile_args(edit.old), dockerfile_args(edit.new)
+    for name, values in before.items():
+        for bump in bumps:
+            if values & bump.old and (after.get(name, set()) & bump.old):
+                raise ApplyError(f"{edit.path}: ARG {name} still holds an old version after "
+                                 "editing; nothing written")
+
+
+# -- Python version assertions -------------------------------------------------------------
+class _AssertionRewriter(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, bumps: Mapping[str, Bump]) -> None:
+        super().__init__()
+        self.bumps = bumps
+        self.changed: list[tuple[int, str, str]] = []  # line, old version, new version
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        strings = [(i, a.value) for i, a in enumerate(updated.args)
+                   if isinstance(a.value, cst.SimpleString)]
+        values = {i: s.evaluated_value for i, s in strings}
+        packages = [self.bumps[n] for v in values.values() if isinstance(v, str)
+                    and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", v)
+                    and (n := canonicalize_name(v)) in self.bumps]
+        if len(packages) != 1:
+            return updated
+        bump = packages[0]
+        args = list(updated.args)
+        for i, node in strings:
+            if values[i] in bump.old and "\\" not in node.value:
+                start = node.prefix + node.quote
+                args[i] = args[i].with_changes(
+                    value=node.with_changes(value=f"{start}{bump.new}{node.quote}"))
+                line = self.get_metadata(PositionProvider, original.args[i]).start.line
+                self.changed.append((line, str(values[i]), bump.new))
+        return updated.with_changes(args=args)
+
+
+def edit_assertions(path: str, text: str, bumps: Sequence[Bump]) -> FileEdit:
+    """Version checks in Python: a call whose string arguments hold a package and its version."""
+    olds = {v for b in bumps for v in b.old}
+    if not any(v in text for v in olds):
+        return FileEdit(path, text, text)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        raise InputError(f"{path}:{exc.raw_line}: cannot parse Python ({exc.message}); fix the "
+                         "file or exclude it") from None
+    rewriter = _AssertionRewriter({b.package: b for b in bumps})
+    new = MetadataWrapper(module).visit(rewriter).code
+    if not rewriter.changed:
+        return FileEdit(path, text, text)
+    old_lines, new_lines = _lines(text), _lines(new)
+    edits = [Edit(path, line, "assertion", old_lines[line - 1].strip(),
+                  new_lines[line - 1].strip()) for line, _, _ in rewriter.changed]
+    return FileEdit(path, text, new, edits)
+
+
+# -- docs ----------------------------------------------------------------------------------
+BUILTIN_DOC_PATTERNS = (
+    # "min_version: Minimum version required (e.g., "0.6.8.post1")."
+    r"(?i)version[^\n]*?\be\.g\.,?\s*[\"'`]?{version}",
+)
+
+
+def compile_doc_patterns(patterns: Iterable[str], version: str) -> list[re.Pattern[str]]:
+    return [re.compile(p.replace("{version}", f"(?P<pinbump_version>{re.escape(version)})"))
+            for p in patterns]
+
+
+def edit_docs(path: str, text: str, lead: Bump | None, patterns: Sequence[str]) -> FileEdit:
+    """The old lead version inside documented examples matched by the patterns."""
+    if lead is None:
+        return FileEdit(path, text, text)
+    lines = _lines(text)
+    edits: list[Edit] = []
+    for old in sorted(lead.old):
+        if old not in text:
+            continue
+        compiled = compile_doc_patterns(patterns, old)
+        for i, line in enumerate(lines):
+            new = line
+            for pattern in compiled:
+                new = pattern.sub(lambda m: m.group(0)[: m.start("pinbump_version") - m.start()]
+                                  + lead.new + m.group(0)[m.end("pinbump_version") - m.start():],
+                                  new)
+            _replace_line(lines, i, new, path, "doc", edits)
+    return FileEdit(path, text, "".join(lines), edits)
+
+
+# -- what was left ------------------------------------------------------------------------
+def left_unchanged(files: Mapping[str, str], bumps: Sequence[Bump]) -> list[Mention]:
+    """Each line still holding an old version, once per version (packages that share it
+    are named together)."""
+    by_version: dict[str, list[str]] = {}
+    for bump in bumps:
+        for version in bump.old:
+            by_version.setdefault(version, []).append(bump.package)
+    patterns = [(v, ", ".join(sorted(p)), version_pattern(v))
+                for v, p in sorted(by_version.items())]
+    out = []
+    for path in sorted(files):
+        text = files[path]
+        if not any(v in text for v, _, _ in patterns):
+            continue
+        for number, line in enumerate(text.splitlines(), start=1):
+            for version, packages, pattern in patterns:
+                if version in line and pattern.search(line):
+                    out.append(Mention(path, number, packages, version, line.strip()[:200]))
+    return out

@@ -1,0 +1,64 @@
+"""Write a set of edited files all or nothing: checked first, each written atomically,
+rolled back if any write fails. Line endings and file modes are kept."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from bot.errors import PinbumpError
+
+
+class WriteError(PinbumpError):
+    """A file could not be written; nothing was (or everything was rolled back)."""
+
+
+def _atomic_replace(path: Path, data: bytes, mode: int) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.pinbump-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(mode))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_all(root: Path, new: Mapping[str, bytes], originals: Mapping[str, bytes],
+              order: Sequence[str] | None = None) -> None:
+    """Replace each file in ``new``, provided it still holds ``originals[path]``."""
+    paths = list(order or sorted(new))
+    modes: dict[str, int] = {}
+    for rel in paths:
+        path = root / rel
+        try:
+            current = path.read_bytes()
+            st = path.stat()
+        except OSError as exc:
+            raise WriteError(f"{rel}: cannot read before writing ({exc.strerror}); nothing "
+                             "was written") from None
+        if current != originals[rel]:
+            raise WriteError(f"{rel}: changed on disk since it was read; nothing was written. "
+                             "Run again on the current tree")
+        if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or \
+                not os.access(path, os.W_OK):
+            raise WriteError(f"{rel}: file is read-only; nothing was written. Make it "
+                             "writable or leave it out of the bump")
+        modes[rel] = st.st_mode
+    done: list[str] = []
+    for rel in paths:
+        try:
+            _atomic_replace(root / rel, new[rel], modes[rel])
+        except OSError as exc:
+            for back in reversed(done):
+                _atomic_replace(root / back, originals[back], modes[back])
+            raise WriteError(f"{rel}: cannot write ({exc.strerror}); every file was left as "
+                             "it was") from None
+        done.append(rel)
