@@ -196,7 +196,9 @@ def _bump_for(value: str, arg_name: str, bumps: Sequence[Bump]) -> Bump | str | 
     if len({b.new for b in matches}) == 1:
         return matches[0]
     words = set(re.split(r"[_\W]+", arg_name.lower()))
-    named = [b for b in matches if words & set(re.split(r"[-_.]", b.package))]
+    parts = {b.package: set(re.split(r"[-_.]", b.package)) for b in matches}
+    common = set.intersection(*parts.values())
+    named = [b for b in matches if words & (parts[b.package] - common)]
     if len({b.new for b in named}) == 1:
         return named[0]
     return "ambiguous: " + ", ".join(sorted(b.package for b in matches))
@@ -308,8 +310,13 @@ def edit_assertions(path: str, text: str, bumps: Sequence[Bump]) -> FileEdit:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        raise InputError(f"{path}:{exc.raw_line}: cannot parse Python ({exc.message}); fix the "
-                         "file or exclude it") from None
+        line, message = exc.raw_line, exc.message
+        try:  # libcst's tokenizer errors carry no line; Python's own parser knows it
+            compile(text, path, "exec", dont_inherit=True)
+        except SyntaxError as syntax:
+            line, message = syntax.lineno or line, syntax.msg
+        raise InputError(f"{path}:{line}: cannot parse Python ({message}); fix the file "
+                         "first") from None
     rewriter = _AssertionRewriter({b.package: b for b in bumps})
     new = MetadataWrapper(module).visit(rewriter).code
     if not rewriter.changed:
