@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
+from bot.apisource import LoadedVersion, api_breakages, load_version
 from bot.config import Policy, config_names, load_policy, root_policy_for_discovery
 from bot.discovery import Target, discover
+from bot.drift import DriftReport, Finding, analyse, fix_source
 from bot.environment import Environment
 from bot.errors import InputError
 from bot.http import HttpClient, default_cache_dir
 from bot.index import SimpleIndex
-from bot.models import Plan
-from bot.resolve import cutoff_for, make_plan
+from bot.models import DistFile, Plan
+from bot.resolve import best_wheel, cutoff_for, make_plan
 from bot.sources import IndexSource
+from bot.tree import read_tree
+from bot.writer import write_all
 
 
 @dataclass(frozen=True)
@@ -84,3 +91,74 @@ def planned(opts: PlanOptions, *, http: HttpClient | None = None,
     finally:
         if own:
             client.close()
+
+
+@dataclass
+class DriftOutcome:
+    report: DriftReport
+    fixed: list[Finding]
+    unfixed: list[Finding]  # breaking findings the codemod could not rewrite safely
+    old: LoadedVersion | None
+    new: LoadedVersion | None
+
+
+def _wheel_for(index: SimpleIndex, policy: Policy, env: Environment, version: str
+               ) -> DistFile:
+    lead = policy.active_group.lead
+    url = policy.index_for(lead)
+    releases = index.project(url, lead).versions()
+    try:
+        files = releases.get(Version(version))
+    except InvalidVersion:
+        raise InputError(f"{version!r} is not a valid version of {lead}") from None
+    if not files or not any(f.is_wheel for f in files):
+        raise InputError(f"{lead} {version}: no wheel on {url}")
+    return best_wheel(env, files)
+
+
+def run_drift(opts: PlanOptions, from_version: str | None, to_version: str | None,
+              fix: bool = False, *, http: HttpClient | None = None) -> DriftOutcome:
+    target, policy = load_target(opts)
+    lead = policy.active_group.lead
+    own = http is None
+    client = http or HttpClient(opts.cache, timeout=opts.timeout, retries=opts.retries)
+    scratch = tempfile.TemporaryDirectory() if opts.cache is None else None
+    cache = opts.cache or Path(scratch.name)  # type: ignore[union-attr]
+    try:
+        if from_version is None or to_version is None:
+            with planned(opts, http=client) as done:
+                from_version = from_version or done.plan.lead_current
+                to_version = to_version or done.plan.lead_target
+        if not from_version:
+            raise InputError(f"{lead} has no pinned version to compare from; pass --from")
+        if from_version == to_version:
+            return DriftOutcome(DriftReport(lead, from_version, to_version), [], [], None, None)
+        index = SimpleIndex(client, opts.cache)
+        env = Environment.for_target(target.requires_python(lead), policy.python)
+        old = load_version(index, _wheel_for(index, policy, env, from_version), cache)
+        new = load_version(index, _wheel_for(index, policy, env, str(to_version)), cache)
+        tree = read_tree(target.root)
+        sources = {p: t for p, t in tree.text.items() if p.endswith(".py")}
+        roots = {old.package, new.package}
+        report = analyse(sources, roots, old.api, new.api, lead)
+        report.api_breakages = api_breakages(old, new, cache)
+        fixed: list[Finding] = []
+        if fix:
+            rewritten: dict[str, bytes] = {}
+            for path in sorted({f.file for f in report.breaking if f.fix}):
+                text, done_here = fix_source(sources[path], [f for f in report.findings
+                                                             if f.file == path])
+                rewritten[path] = text.encode("utf-8")
+                fixed += done_here
+            if rewritten:
+                write_all(target.root, rewritten, tree.raw)
+                sources.update({p: b.decode("utf-8") for p, b in rewritten.items()})
+                report = analyse(sources, roots, old.api, new.api, lead)
+                report.api_breakages = api_breakages(old, new, cache)
+        unfixed = [f for f in report.breaking if not f.fix] if fix else []
+        return DriftOutcome(report, fixed, unfixed, old, new)
+    finally:
+        if own:
+            client.close()
+        if scratch is not None:
+            scratch.cleanup()

@@ -10,11 +10,11 @@ from datetime import datetime
 from pathlib import Path
 
 from bot import __version__
-from bot.app import PlanOptions, planned
+from bot.app import PlanOptions, planned, run_drift
 from bot.apply import compute_edits, edits_json, edits_text, unified_diff
 from bot.edits import bumps_from_plan
 from bot.errors import PinbumpError
-from bot.render import plan_json, plan_text
+from bot.render import drift_json, drift_markdown, drift_text, plan_json, plan_text
 from bot.tree import read_tree
 from bot.writer import write_all
 
@@ -54,6 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("--dry-run", action="store_true",
                        help="print the unified diff and write nothing")
     apply.set_defaults(handler=cmd_apply)
+
+    drift = sub.add_parser("drift", help="API changes of the lead package at the target's "
+                                          "call sites (exit 1 when one is breaking)")
+    add_plan_options(drift)
+    drift.add_argument("--from", dest="from_version", metavar="VERSION",
+                       help="old version (default: the current pin)")
+    drift.add_argument("--to", dest="to_version", metavar="VERSION",
+                       help="new version (default: the plan's target)")
+    drift.add_argument("--fix", action="store_true",
+                       help="rewrite breaking positional calls into keyword form")
+    drift.add_argument("--markdown", action="store_true", help="print the PR-body section")
+    drift.set_defaults(handler=cmd_drift)
     return parser
 
 
@@ -114,6 +126,24 @@ def cmd_apply(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(edits_text(edits, notes, written=write, bumps=bumps))
     return 0
+
+
+def cmd_drift(args: argparse.Namespace) -> int:
+    with progress("loading both versions of the lead package"):
+        outcome = run_drift(plan_options(args), args.from_version, args.to_version, args.fix)
+    report = outcome.report
+    if args.json:
+        sys.stdout.write(drift_json(report))
+    elif args.markdown:
+        sys.stdout.write(drift_markdown(report))
+    else:
+        sys.stdout.write(drift_text(report))
+    for f in outcome.fixed:
+        print(f"pinbump: fixed {f.file}:{f.line} {f.function}: positional arguments now "
+              f"passed by keyword ({', '.join(k for _, k in f.fix)})", file=sys.stderr)
+    for f in outcome.unfixed:
+        print(f"pinbump: not fixed {f.file}:{f.line} {f.function}: {f.detail}", file=sys.stderr)
+    return 1 if report.breaking else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -221,7 +221,7 @@ class SimpleIndex:
             if resp.status == 200:
                 expected = dict(file.core_metadata) if isinstance(file.core_metadata, tuple) \
                     else {}
-                _verify(resp.content, expected.get("sha256"), file.url + ".metadata")
+                verify_sha256(resp.content, expected.get("sha256"), file.url + ".metadata")
                 self.metadata_sources[file.url] = "pep658"
                 return resp.content
 
@@ -241,7 +241,7 @@ class SimpleIndex:
                 raise MetadataError(f"{redact(file.url)}: HTTP {resp.status}; wheel missing") \
                     from None
             body = resp.content
-        _verify(body, file.sha256, file.url)
+        verify_sha256(body, file.sha256, file.url)
         self.metadata_sources[file.url] = "download"
         return read_member(body, file.url)
 
@@ -252,7 +252,7 @@ class SimpleIndex:
         return self.cache_dir / kind / key[:2] / key
 
 
-def _verify(body: bytes, sha256: str | None, url: str) -> None:
+def verify_sha256(body: bytes, sha256: str | None, url: str) -> None:
     if sha256 and hashlib.sha256(body).hexdigest() != sha256.lower():
         raise MetadataError(f"{redact(url)}: sha256 mismatch (index says {sha256[:12]}…); "
                             "the file or the index page is corrupt")

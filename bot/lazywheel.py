@@ -74,6 +74,15 @@ class RangeFile(io.RawIOBase):
         buffer[: len(data)] = data
         return len(data)
 
+    def prefetch(self, start: int, end: int) -> None:
+        """Fetch [start, end) in one request unless it is already held."""
+        if end > start and not any(s <= start and end <= s + len(seg)
+                                   for s, seg in self._segments):
+            status, body, _ = self._fetch(f"bytes={start}-{end - 1}")
+            if status != 206 or len(body) != end - start:
+                raise MetadataError(f"{self._url}: short or failed range read (HTTP {status})")
+            self._segments.append((start, body))
+
     def _get(self, start: int, end: int) -> bytes:
         for seg_start, seg in self._segments:
             if seg_start <= start and end <= seg_start + len(seg):
@@ -107,5 +116,42 @@ def read_member(body: bytes, url: str) -> bytes:
     try:
         with zipfile.ZipFile(io.BytesIO(body)) as zf:
             return zf.read(metadata_member(zf.namelist()))
+    except zipfile.BadZipFile as exc:
+        raise MetadataError(f"{url}: not a valid wheel ({exc})") from None
+
+
+def is_source(name: str) -> bool:
+    return name.endswith((".py", ".pyi")) and ".dist-info/" not in name and ".data/" not in name
+
+
+def read_members_lazily(fetch: RangeFetcher, url: str, wanted: Callable[[str], bool],
+                        max_gap: int = 256 * 1024) -> dict[str, bytes]:
+    """Members of a remote zip whose names satisfy ``wanted``, fetched with as few range
+    requests as possible: neighbouring members are read together when the gap between
+    them is under ``max_gap`` bytes. Raises WholeFile when the server ignores Range."""
+    raw = RangeFile(fetch, url)
+    try:
+        with zipfile.ZipFile(io.BufferedReader(raw, buffer_size=CHUNK)) as zf:
+            infos = sorted(zf.infolist(), key=lambda i: i.header_offset)
+            starts = [i.header_offset for i in infos] + [raw.size]
+            spans = [(infos[k].header_offset, starts[k + 1]) for k in range(len(infos))
+                     if wanted(infos[k].filename)]
+            merged: list[list[int]] = []
+            for start, end in spans:
+                if merged and start - merged[-1][1] <= max_gap:
+                    merged[-1][1] = end
+                else:
+                    merged.append([start, end])
+            for start, end in merged:
+                raw.prefetch(start, end)
+            return {i.filename: zf.read(i) for i in infos if wanted(i.filename)}
+    except zipfile.BadZipFile as exc:
+        raise MetadataError(f"{url}: not a valid wheel ({exc})") from None
+
+
+def read_members(body: bytes, url: str, wanted: Callable[[str], bool]) -> dict[str, bytes]:
+    try:
+        with zipfile.ZipFile(io.BytesIO(body)) as zf:
+            return {n: zf.read(n) for n in zf.namelist() if wanted(n)}
     except zipfile.BadZipFile as exc:
         raise MetadataError(f"{url}: not a valid wheel ({exc})") from None

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bot.drift import DriftReport
 from bot.models import Plan
 
 
@@ -65,3 +66,62 @@ def plan_text(plan: Plan, width: int = 120, color: bool = False) -> str:
         for r in plan.rejected:
             console.print(escape(f"  {r.package} {r.version}: {r.reason}"))
     return buf.getvalue()
+
+
+# -- drift ---------------------------------------------------------------------------------
+def drift_json(report: DriftReport) -> str:
+    return json.dumps([f.as_dict() for f in report.findings], indent=2) + "\n"
+
+
+def drift_text(report: DriftReport, width: int = 140) -> str:
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=False, color_system=None,
+                      highlight=False)
+    head = (f"pinbump drift: {report.package} {report.old_version} -> {report.new_version}: "
+            f"{len(report.breaking)} breaking, "
+            f"{sum(f.severity == 'unverifiable' for f in report.findings)} unverifiable, "
+            f"{sum(f.severity == 'notice' for f in report.findings)} notice "
+            f"({report.calls_scanned} calls in {report.files_scanned} files)")
+    console.print(escape(head))
+    if report.findings:
+        table = Table(show_lines=False)
+        for col in ("severity", "where", "function", "change", "detail"):
+            table.add_column(col, overflow="fold")
+        for f in report.findings:
+            table.add_row(*(escape(x) for x in (f.severity, f"{f.file}:{f.line}", f.function,
+                                                f.change, f.detail)))
+        console.print(table)
+    return buf.getvalue()
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def drift_markdown(report: DriftReport, limit: int = 50) -> str:
+    """The PR body's drift section: breaking first, long lists summarized."""
+    lines = [f"### API drift: `{report.package}` {report.old_version} → {report.new_version}",
+             ""]
+    if not report.findings:
+        lines.append(f"No call site of the target is affected ({report.calls_scanned} calls "
+                     f"checked in {report.files_scanned} files).")
+        return "\n".join(lines) + "\n"
+    counts = {s: sum(f.severity == s for f in report.findings)
+              for s in ("breaking", "unverifiable", "notice")}
+    lines.append(", ".join(f"**{n} {s}**" if s == "breaking" and n else f"{n} {s}"
+                           for s, n in counts.items()))
+    lines += ["", "| severity | where | function | change | detail |",
+              "| --- | --- | --- | --- | --- |"]
+    for f in report.findings[:limit]:
+        lines.append(f"| {f.severity} | `{f.file}:{f.line}` | `{_md(f.function)}` | "
+                     f"{_md(f.change)} | {_md(f.detail)} |")
+    if len(report.findings) > limit:
+        lines.append(f"| … | | | {len(report.findings) - limit} more findings | |")
+    changed = {(f.function, f.old_signature, f.new_signature) for f in report.findings
+               if f.new_signature}
+    if changed:
+        lines += ["", "<details><summary>Signatures</summary>", ""]
+        for function, old, new in sorted(changed)[:limit]:
+            lines += [f"`{function}`", "```diff", f"- {old}", f"+ {new}", "```"]
+        lines += ["</details>"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,178 @@
+"""The lead package's public API as plain data, loaded statically with griffe.
+
+``load_api`` (adapter) extracts a wheel's Python sources, loads them with griffe (no import,
+no GPU, no compiled code) and condenses them into an ``ApiIndex``: every function's signature
+and every re-export, which is all call-site mapping needs; it is cached as JSON per version.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import griffe
+
+PARAM_KINDS = ("positional-only", "positional or keyword", "variadic positional",
+               "keyword-only", "variadic keyword")
+FORMAT = 2  # bump when the cached JSON layout changes
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # one of PARAM_KINDS
+    default: str | None = None
+
+    @property
+    def positional(self) -> bool:
+        return self.kind in ("positional-only", "positional or keyword")
+
+    @property
+    def required(self) -> bool:
+        return self.default is None and self.kind not in ("variadic positional",
+                                                          "variadic keyword")
+
+    def render(self) -> str:
+        prefix = {"variadic positional": "*", "variadic keyword": "**"}.get(self.kind, "")
+        return f"{prefix}{self.name}" + (f"={self.default}" if self.default is not None else "")
+
+
+@dataclass(frozen=True)
+class Signature:
+    path: str  # canonical path of the function (or class, for constructors)
+    params: tuple[Param, ...]
+    deprecated: str | None = None
+
+    def render(self) -> str:
+        parts: list[str] = []
+        kinds = [p.kind for p in self.params]
+        for i, p in enumerate(self.params):
+            if p.kind == "keyword-only" and "variadic positional" not in kinds and (
+                    i == 0 or self.params[i - 1].kind != "keyword-only"):
+                parts.append("*")
+            parts.append(p.render())
+            if p.kind == "positional-only" and (i + 1 == len(self.params)
+                                                or self.params[i + 1].kind != "positional-only"):
+                parts.append("/")
+        return f"{self.path.rsplit('.', 1)[-1]}({', '.join(parts)})"
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    @property
+    def positionals(self) -> list[Param]:
+        return [p for p in self.params if p.positional]
+
+    def has(self, kind: str) -> bool:
+        return any(p.kind == kind for p in self.params)
+
+
+@dataclass
+class ApiIndex:
+    package: str  # import name, e.g. "flashinfer"
+    version: str
+    functions: dict[str, Signature] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)  # public path -> target path
+    modules: set[str] = field(default_factory=set)
+
+    def resolve(self, path: str) -> str | None:
+        """Follow re-exports (``flashinfer.fp4_quantize`` -> its defining module) to a
+        function path, or None when the name does not exist in this version."""
+        seen: set[str] = set()
+        while path not in self.functions:
+            if path in seen or path not in self.aliases:
+                return self._resolve_prefix(path, seen)
+            seen.add(path)
+            path = self.aliases[path]
+        return path
+
+    def _resolve_prefix(self, path: str, seen: set[str]) -> str | None:
+        # a.b.c where a.b is itself an alias of x.y: try x.y.c
+        head, _, tail = path.rpartition(".")
+        if not head or head in seen:
+            return None
+        seen.add(head)
+        target = self.aliases.get(head)
+        if target is None:
+            return None
+        return self.resolve(f"{target}.{tail}")
+
+    def lookup(self, path: str) -> Signature | None:
+        resolved = self.resolve(path)
+        return self.functions.get(resolved) if resolved else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "package": self.package, "version": self.version,
+                "modules": sorted(self.modules), "aliases": self.aliases,
+                "functions": {k: {"params": [asdict(p) for p in v.params],
+                                  "deprecated": v.deprecated}
+                              for k, v in self.functions.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ApiIndex:
+        return cls(package=data["package"], version=data["version"],
+                   modules=set(data["modules"]), aliases=dict(data["aliases"]),
+                   functions={k: Signature(k, tuple(Param(**p) for p in v["params"]),
+                                           v.get("deprecated"))
+                              for k, v in data["functions"].items()})
+
+
+def _signature(path: str, fn: griffe.Function, drop_first: bool) -> Signature:
+    params = [Param(p.name, p.kind.value if p.kind else "positional or keyword",
+                    None if p.default is None else str(p.default)) for p in fn.parameters]
+    if drop_first and params and params[0].kind != "keyword-only":
+        params = params[1:]
+    deprecated = None
+    for dec in fn.decorators:
+        text = str(dec.value)
+        if "deprecat" in text.lower():
+            deprecated = text
+    return Signature(path, tuple(params), deprecated)
+
+
+def _walk(obj: griffe.Object, index: ApiIndex) -> None:
+    for name, member in list(obj.members.items()):
+        path = f"{obj.path}.{name}"
+        if member.is_alias:
+            index.aliases[path] = member.target_path  # type: ignore[union-attr]
+            continue
+        if member.is_module:
+            index.modules.add(path)
+            _walk(member, index)  # type: ignore[arg-type]
+        elif member.is_function:
+            is_method = obj.is_class and not any(
+                str(d.value) == "staticmethod" for d in member.decorators)  # type: ignore[union-attr]
+            index.functions[path] = _signature(path, member, is_method)  # type: ignore[arg-type]
+        elif member.is_class:
+            init = member.members.get("__init__")
+            if init is not None and init.is_function:
+                index.functions[path] = _signature(path, init, True)  # type: ignore[arg-type]
+            _walk(member, index)  # type: ignore[arg-type]
+
+
+def build_api(source_root: Path, package: str, version: str) -> tuple[ApiIndex, griffe.Object]:
+    """Load ``package`` statically from ``source_root`` with griffe and condense it."""
+    logging.getLogger("griffe").setLevel(logging.ERROR)
+    loaded = griffe.load(package, search_paths=[str(source_root)], allow_inspection=False,
+                         resolve_aliases=False)
+    index = ApiIndex(package=package, version=version, modules={package})
+    _walk(loaded, index)  # type: ignore[arg-type]
+    return index, loaded  # type: ignore[return-value]
+
+
+def save_api(index: ApiIndex, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(index.to_json()))
+    tmp.replace(path)
+
+
+def read_api(path: Path) -> ApiIndex | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return ApiIndex.from_json(data) if data.get("format") == FORMAT else None

@@ -1,0 +1,159 @@
+"""Adapter: a version of the lead package's Python sources, fetched from the index and cached.
+
+Only the ``.py`` members of importable packages are read, through HTTP range requests when
+the server allows them (neighbouring members in one request), else the whole wheel with its
+sha256 checked. Sources, condensed APIs and griffe's breakages are cached on disk per version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import griffe
+
+from bot.api import ApiIndex, build_api, read_api, save_api
+from bot.errors import MetadataError, PinbumpError, redact
+from bot.index import SimpleIndex, verify_sha256
+from bot.lazywheel import WholeFile, is_source, read_members, read_members_lazily
+from bot.models import DistFile
+
+
+class DriftError(PinbumpError):
+    """The sources of a version could not be fetched or loaded."""
+
+
+@dataclass
+class LoadedVersion:
+    api: ApiIndex
+    root: Path  # where the package sources lie
+    package: str  # import name
+    how: str  # "cache" | "range" | "download"
+    nbytes: int  # bytes fetched for it (0 from the cache)
+
+
+def importable(members: dict[str, bytes]) -> dict[str, bytes]:
+    """Members inside a chain of packages (each folder has an ``__init__.py``): this leaves
+    out bundled third-party sources such as ``flashinfer/data/cutlass``."""
+    inits = {str(PurePosixPath(n).parent) for n in members if n.endswith("/__init__.py")}
+    out = {}
+    for name, data in members.items():
+        parents = PurePosixPath(name).parents
+        folders = [str(p) for p in parents if str(p) != "."]
+        if all(f in inits for f in folders):
+            out[name] = data
+    return out
+
+
+def main_package(paths: list[str], distribution: str) -> str | None:
+    """The import package a distribution is about: a top-level package (folder with an
+    ``__init__.py``) named like the distribution (flashinfer-python -> flashinfer), else the
+    largest one, else a lone top-level module. Helper modules beside it (build_backend.py)
+    are passed over."""
+    counts: dict[str, int] = {}
+    packages: set[str] = set()
+    modules: set[str] = set()
+    for name in paths:
+        parts = PurePosixPath(name).parts
+        if len(parts) == 2 and parts[1] == "__init__.py":
+            packages.add(parts[0])
+        elif len(parts) == 1 and name.endswith(".py"):
+            modules.add(name[:-3])
+        if len(parts) > 1:
+            counts[parts[0]] = counts.get(parts[0], 0) + 1
+    wanted = distribution.lower().replace("-", "_")
+    named = sorted((p for p in packages if wanted == p or wanted.startswith(p + "_")),
+                   key=len, reverse=True)
+    if named:
+        return named[0]
+    if packages:
+        return max(sorted(packages), key=lambda p: counts.get(p, 0))
+    return sorted(modules)[0] if modules else None
+
+
+def _key(file: DistFile) -> str:
+    return (file.sha256 or hashlib.sha256(file.url.encode()).hexdigest())[:16]
+
+
+def fetch_sources(index: SimpleIndex, file: DistFile, dest: Path) -> tuple[str, int]:
+    """Write the importable ``.py`` members of ``file`` under ``dest``; returns (how, bytes)."""
+    http = index.http
+    before = http.stats.bytes_received
+
+    def fetch(range_header: str) -> tuple[int, bytes, str]:
+        r = http.request("GET", file.url, {"Range": range_header}, ok=(200, 206))
+        if r.status == 404:
+            raise MetadataError(f"{redact(file.url)}: HTTP 404; wheel missing")
+        return r.status, r.content, r.headers.get("content-range", "")
+
+    try:
+        members = read_members_lazily(fetch, file.url, is_source)
+        how = "range"
+    except WholeFile as whole:
+        verify_sha256(whole.body, file.sha256, file.url)
+        members = read_members(whole.body, file.url, is_source)
+        how = "download"
+    members = importable(members)
+    if not members:
+        raise DriftError(f"{file.filename}: no importable Python sources in the wheel")
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
+    try:
+        for name, data in members.items():
+            path = tmp / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        if dest.exists():
+            shutil.rmtree(dest)
+        tmp.rename(dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return how, http.stats.bytes_received - before
+
+
+def load_version(index: SimpleIndex, file: DistFile, cache_dir: Path) -> LoadedVersion:
+    """The condensed API of the wheel ``file``, from the cache when it is there."""
+    key = f"{file.filename}-{_key(file)}"
+    src = cache_dir / "src" / key
+    api_file = cache_dir / "api" / f"{key}.json"
+    cached = read_api(api_file) if src.is_dir() else None
+    if cached is not None:
+        return LoadedVersion(cached, src, cached.package, "cache", 0)
+    src.parent.mkdir(parents=True, exist_ok=True)
+    how, nbytes = "cache", 0
+    if not src.is_dir():
+        how, nbytes = fetch_sources(index, file, src)
+    package = main_package([p.relative_to(src).as_posix() for p in src.rglob("*.py")],
+                           file.filename.split("-")[0])
+    if package is None:
+        raise DriftError(f"{file.filename}: no top-level package found")
+    try:
+        api, _ = build_api(src, package, str(file.version))
+    except Exception as exc:
+        raise DriftError(f"{file.filename}: griffe could not load {package!r}: "
+                         f"{type(exc).__name__}: {exc}") from None
+    save_api(api, api_file)
+    return LoadedVersion(api, src, package, how, nbytes)
+
+
+def api_breakages(old: LoadedVersion, new: LoadedVersion, cache_dir: Path) -> list[str]:
+    """griffe's own breaking-change finder over the two versions (cached per pair)."""
+    path = cache_dir / "api" / f"breakages-{old.root.name}--{new.root.name}.json"
+    try:
+        return list(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        pass
+    loaded = [griffe.load(v.package, search_paths=[str(v.root)], allow_inspection=False)
+              for v in (old, new)]
+    lines = []
+    for breakage in griffe.find_breaking_changes(loaded[0], loaded[1]):
+        text = breakage.explain(style=griffe.ExplanationStyle.MARKDOWN).strip()  # type: ignore[arg-type]
+        lines.append(text.removeprefix("- ").replace(str(new.root) + "/", "")
+                     .replace(str(old.root) + "/", ""))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(lines))
+    return lines
