@@ -34,6 +34,7 @@ class LoadedVersion:
     package: str  # import name
     how: str  # "cache" | "range" | "download"
     nbytes: int  # bytes fetched for it (0 from the cache)
+    loaded: griffe.Object | None = None  # griffe's tree, when it was built in this run
 
 
 def importable(members: dict[str, bytes]) -> dict[str, bytes]:
@@ -132,12 +133,12 @@ def load_version(index: SimpleIndex, file: DistFile, cache_dir: Path) -> LoadedV
     if package is None:
         raise DriftError(f"{file.filename}: no top-level package found")
     try:
-        api, _ = build_api(src, package, str(file.version))
+        api, loaded = build_api(src, package, str(file.version))
     except Exception as exc:
         raise DriftError(f"{file.filename}: griffe could not load {package!r}: "
                          f"{type(exc).__name__}: {exc}") from None
     save_api(api, api_file)
-    return LoadedVersion(api, src, package, how, nbytes)
+    return LoadedVersion(api, src, package, how, nbytes, loaded)
 
 
 def api_breakages(old: LoadedVersion, new: LoadedVersion, cache_dir: Path) -> list[str]:
@@ -147,8 +148,8 @@ def api_breakages(old: LoadedVersion, new: LoadedVersion, cache_dir: Path) -> li
         return list(json.loads(path.read_text()))
     except (OSError, ValueError):
         pass
-    loaded = [griffe.load(v.package, search_paths=[str(v.root)], allow_inspection=False)
-              for v in (old, new)]
+    loaded = [v.loaded or griffe.load(v.package, search_paths=[str(v.root)],
+                                      allow_inspection=False) for v in (old, new)]
     lines = []
     for breakage in griffe.find_breaking_changes(loaded[0], loaded[1]):
         text = breakage.explain(style=griffe.ExplanationStyle.MARKDOWN).strip()  # type: ignore[arg-type]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -14,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 from bot.apisource import LoadedVersion, api_breakages, load_version
 from bot.config import Policy, config_names, load_policy, root_policy_for_discovery
 from bot.discovery import Target, discover
-from bot.drift import DriftReport, Finding, analyse, fix_source
+from bot.drift import CallSite, DriftReport, Finding, analyse, fix_source, scan_source
 from bot.environment import Environment
 from bot.errors import InputError
 from bot.http import HttpClient, default_cache_dir
@@ -116,6 +118,34 @@ def _wheel_for(index: SimpleIndex, policy: Policy, env: Environment, version: st
     return best_wheel(env, files)
 
 
+def import_guesses(distribution: str) -> set[str]:
+    """Import names a distribution may provide: flashinfer-python -> flashinfer_python,
+    flashinfer. Used to start scanning before the wheel says which one it is."""
+    parts = distribution.lower().replace("-", "_").replace(".", "_").split("_")
+    return {"_".join(parts[:i]) for i in range(1, len(parts) + 1)}
+
+
+def _scan_chunk(chunk: list[tuple[str, str]], roots: set[str]) -> dict[str, list[CallSite]]:
+    return {path: scan_source(path, text, roots) for path, text in chunk}
+
+
+@contextmanager
+def background_scan(files: dict[str, str], roots: set[str], min_files: int = 48
+                    ) -> Iterator[Callable[[], dict[str, list[CallSite]]]]:
+    """Scan the files that mention the package in worker processes while the caller does
+    other work (loading the APIs); the yielded function waits for the result. Few files are
+    scanned in this process instead."""
+    todo = sorted(p for p, text in files.items() if any(r in text for r in roots))
+    workers = min(os.cpu_count() or 1, 8)
+    if len(todo) < min_files or workers < 2:
+        yield lambda: _scan_chunk([(p, files[p]) for p in todo], roots)
+        return
+    chunks = [[(p, files[p]) for p in todo[i::workers * 2]] for i in range(workers * 2)]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_scan_chunk, chunk, roots) for chunk in chunks]
+        yield lambda: {k: v for f in futures for k, v in f.result().items()}
+
+
 def run_drift(opts: PlanOptions, from_version: str | None, to_version: str | None,
               fix: bool = False, *, http: HttpClient | None = None) -> DriftOutcome:
     target, policy = load_target(opts)
@@ -135,12 +165,20 @@ def run_drift(opts: PlanOptions, from_version: str | None, to_version: str | Non
             return DriftOutcome(DriftReport(lead, from_version, to_version), [], [], None, None)
         index = SimpleIndex(client, opts.cache)
         env = Environment.for_target(target.requires_python(lead), policy.python)
-        old = load_version(index, _wheel_for(index, policy, env, from_version), cache)
-        new = load_version(index, _wheel_for(index, policy, env, str(to_version)), cache)
+        old_wheel = _wheel_for(index, policy, env, from_version)
+        new_wheel = _wheel_for(index, policy, env, str(to_version))
         tree = read_tree(target.root)
         sources = {p: t for p, t in tree.text.items() if p.endswith(".py")}
-        roots = {old.package, new.package}
-        report = analyse(sources, roots, old.api, new.api, lead)
+        guesses = import_guesses(lead)
+        with background_scan(sources, guesses) as scanned:
+            old = load_version(index, old_wheel, cache)
+            new = load_version(index, new_wheel, cache)
+            roots = {old.package, new.package}
+            sites = None
+            if roots <= guesses:
+                sites = {p: [c for c in found if c.path.split(".")[0] in roots]
+                         for p, found in scanned().items()}
+        report = analyse(sources, roots, old.api, new.api, lead, sites)
         report.api_breakages = api_breakages(old, new, cache)
         fixed: list[Finding] = []
         if fix:

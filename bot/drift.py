@@ -283,13 +283,15 @@ def classify(site: CallSite, old: ApiIndex, new: ApiIndex) -> Finding | None:
 
 
 def analyse(files: Mapping[str, str], roots: set[str], old: ApiIndex, new: ApiIndex,
-            package: str) -> DriftReport:
+            package: str, sites: Mapping[str, list[CallSite]] | None = None) -> DriftReport:
+    """Findings for every call site; ``sites`` may come pre-scanned (e.g. in parallel)."""
     report = DriftReport(package=package, old_version=old.version, new_version=new.version)
     for path in sorted(files):
-        sites = scan_source(path, files[path], roots)
+        found = sites[path] if sites is not None and path in sites else \
+            scan_source(path, files[path], roots)
         report.files_scanned += 1
-        report.calls_scanned += len(sites)
-        for site in sites:
+        report.calls_scanned += len(found)
+        for site in found:
             finding = classify(site, old, new)
             if finding is not None:
                 report.findings.append(finding)
