@@ -8,15 +8,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot import __version__
-from bot.app import PlanOptions, planned, run_drift
-from bot.apply import compute_edits, edits_json, edits_text, unified_diff
-from bot.edits import bumps_from_plan
 from bot.errors import PinbumpError
-from bot.render import drift_json, drift_markdown, drift_text, plan_json, plan_text
-from bot.tree import read_tree
-from bot.writer import write_all
+
+if TYPE_CHECKING:
+    from bot.app import PlanOptions
 
 
 def _as_of(value: str) -> str:
@@ -66,6 +64,30 @@ def build_parser() -> argparse.ArgumentParser:
                        help="rewrite breaking positional calls into keyword form")
     drift.add_argument("--markdown", action="store_true", help="print the PR-body section")
     drift.set_defaults(handler=cmd_drift)
+
+    gate = sub.add_parser("gpu-gate", help="run gpu_tests/ against two FlashInfer installs "
+                                            "and time them old-vs-new on this GPU")
+    gate.add_argument("--baseline", type=Path, required=True, metavar="SITE_DIR",
+                      help="site directory holding the current version")
+    gate.add_argument("--candidate", type=Path, required=True, metavar="SITE_DIR",
+                      help="site directory holding the proposed version")
+    gate.add_argument("--out", type=Path, required=True, metavar="DIR",
+                      help="where gate.json, summary.md, JUnit files and logs go")
+    gate.add_argument("--tests", type=Path, help="the gpu_tests folder (default: the one "
+                      "beside this package, or $PINBUMP_GPU_TESTS)")
+    gate.add_argument("--extra-path", type=Path, action="append", default=[],
+                      metavar="DIR", help="more site directories shared by both installs")
+    gate.add_argument("--rounds", type=int, default=8, help="interleaved timing rounds")
+    gate.add_argument("--samples-per-round", type=int, default=5)
+    gate.add_argument("--threshold", type=float, default=0.05,
+                      help="flag a regression beyond this fraction slower (default 0.05)")
+    gate.add_argument("--no-perf", action="store_true", help="skip the old-vs-new timing")
+    gate.add_argument("--no-tests", action="store_true", help="only the timing (A/A checks)")
+    gate.add_argument("--workspace", type=Path, metavar="DIR",
+                      help="keep FlashInfer's JIT caches here, one folder per install")
+    gate.add_argument("--pytest-arg", action="append", default=[], metavar="ARG",
+                      help="extra argument for pytest (repeatable)")
+    gate.set_defaults(handler=cmd_gpu_gate)
     return parser
 
 
@@ -98,6 +120,8 @@ def progress(message: str) -> Iterator[None]:
 
 
 def plan_options(args: argparse.Namespace) -> PlanOptions:
+    from bot.app import PlanOptions
+
     return PlanOptions(repo=args.repo, group=args.group, as_of=args.as_of,
                        index_url=args.index_url, min_release_age=args.min_release_age,
                        cache_dir=args.cache_dir, no_cache=args.no_cache, timeout=args.timeout,
@@ -105,12 +129,21 @@ def plan_options(args: argparse.Namespace) -> PlanOptions:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from bot.app import planned
+    from bot.render import plan_json, plan_text
+
     with planned(plan_options(args), status=None if args.json else progress) as done:
         sys.stdout.write(plan_json(done.plan) if args.json else plan_text(done.plan))
     return 0
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    from bot.app import planned
+    from bot.apply import compute_edits, edits_json, edits_text, unified_diff
+    from bot.edits import bumps_from_plan
+    from bot.tree import read_tree
+    from bot.writer import write_all
+
     with planned(plan_options(args), status=None if args.json else progress) as done:
         tree = read_tree(done.target.root)
         edits, notes = compute_edits(done.plan, done.policy, tree.text)
@@ -129,6 +162,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
+    from bot.app import run_drift
+    from bot.render import drift_json, drift_markdown, drift_text
+
     with progress("loading both versions of the lead package"):
         outcome = run_drift(plan_options(args), args.from_version, args.to_version, args.fix)
     report = outcome.report
@@ -144,6 +180,21 @@ def cmd_drift(args: argparse.Namespace) -> int:
     for f in outcome.unfixed:
         print(f"pinbump: not fixed {f.file}:{f.line} {f.function}: {f.detail}", file=sys.stderr)
     return 1 if report.breaking else 0
+
+
+def cmd_gpu_gate(args: argparse.Namespace) -> int:
+    from bot.gate_report import gate_markdown
+    from bot.gpugate import GateOptions, default_tests_dir, run_gate
+
+    opts = GateOptions(baseline=args.baseline, candidate=args.candidate, out=args.out,
+                       tests=args.tests or default_tests_dir(),
+                       extra_paths=tuple(args.extra_path), rounds=args.rounds,
+                       samples_per_round=args.samples_per_round, threshold=args.threshold,
+                       pytest_args=tuple(args.pytest_arg), perf=not args.no_perf,
+                       tests_run=not args.no_tests, workspace=args.workspace)
+    report = run_gate(opts, sys.stderr)
+    sys.stdout.write(gate_markdown(report))
+    return 0 if report.passed else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

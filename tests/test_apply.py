@@ -11,13 +11,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from servers import PypiServer
 
 from bot.app import PlanOptions, planned
 from bot.apply import compute_edits
 from bot.cli import main
 from bot.tree import read_tree
 from bot.writer import WriteError, write_all
+from servers import PypiServer
 
 OLD = datetime.now(timezone.utc) - timedelta(days=60)
 GOLDEN = Path(__file__).parent / "golden"

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from targets import write_target
 
 from bot.cli import main
+from targets import write_target
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 from packaging.version import Version
-from targets import write_target
 
 from bot.app import PlanOptions, load_target
 from bot.config import Policy, parse_config
 from bot.errors import ConfigError
+from targets import write_target
 
 
 def test_full_config_is_read() -> None:

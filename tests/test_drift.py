@@ -9,13 +9,13 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from drift_fixture import EXPECTED, TARGET, V1, V2
-from servers import PypiServer
 
 from bot.api import ApiIndex, build_api
 from bot.apisource import importable, main_package
 from bot.cli import main
 from bot.drift import analyse, describe_changes, fix_source, scan_source
+from drift_fixture import EXPECTED, TARGET, V1, V2
+from servers import PypiServer
 
 GOLDEN = Path(__file__).parent / "golden"
 OLD = datetime.now(timezone.utc) - timedelta(days=60)

@@ -8,11 +8,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from servers import PypiServer, fault_server
-from targets import write_target
 
 from bot.cli import main
 from bot.http import HttpClient
+from servers import PypiServer, fault_server
+from targets import write_target
 
 OLD = datetime.now(timezone.utc) - timedelta(days=60)
 

@@ -7,12 +7,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from servers import PypiServer
-from targets import write_target
 
 from bot.app import PlanOptions, planned
 from bot.cli import main
 from bot.http import HttpClient
+from servers import PypiServer
+from targets import write_target
 
 OLD = datetime.now(timezone.utc) - timedelta(days=60)
 

@@ -8,13 +8,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from servers import StaticIndex
-from targets import write_target
 
 from bot.app import PlanOptions, planned
 from bot.cli import main
 from bot.errors import MetadataError
 from bot.http import HttpClient
+from servers import StaticIndex
+from targets import write_target
 
 OLD = datetime.now(timezone.utc) - timedelta(days=60)
 

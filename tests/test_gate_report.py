@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.gate_report import GateReport, diff_observations, gate_markdown, parse_junit
+from bot.perfstats import compare, invalid
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="gpu-candidate"
+ errors="0" failures="1" skipped="2" tests="5" time="12.0">
+<testcase classname="test_fp4" name="test_nvfp4_matches_reference[swizzled]">
+ <skipped type="pytest.skip" message="unsupported on sm_90: fp4 output is all zero"/></testcase>
+<testcase classname="test_allreduce" name="test_residual_rmsnorm_all_gpus[bfloat16]">
+ <skipped type="pytest.skip" message="needs 2 GPUs of one host, this host has 1"/></testcase>
+<testcase classname="test_contracts" name="test_group"><failure message="lacks group"/>
+</testcase>
+<testcase classname="test_contracts" name="test_a"/><testcase classname="test_b" name="c"/>
+</testsuite></testsuites>"""
+
+
+def test_parse_junit() -> None:
+    s = parse_junit(JUNIT)
+    assert (s.tests, s.failures, s.errors, s.skipped, s.passed) == (5, 1, 0, 2, 2)
+    assert s.failed == ("test_contracts::test_group",)
+    assert not s.ok
+    assert "unsupported on sm_90: fp4 output is all zero" in s.skip_reasons[0]
+
+
+def test_observation_diff_shows_changed_behaviour() -> None:
+    base = {"environment": {"flashinfer": "0.6.8.post1"}, "fp4_quantize.global_scale[4]":
+            "accepted", "same": 1}
+    cand = {"environment": {"flashinfer": "0.6.11"}, "fp4_quantize.global_scale[4]":
+            "rejected: globalScale should have shape [1] or [num_tokens]", "same": 1,
+            "new": True}
+    assert diff_observations(base, cand) == [
+        ("fp4_quantize.global_scale[4]", "accepted",
+         "rejected: globalScale should have shape [1] or [num_tokens]"),
+        ("new", None, True)]
+
+
+def test_markdown_and_verdict() -> None:
+    rng = random.Random(0)
+    base = [1e-4 * rng.uniform(0.99, 1.01) for _ in range(40)]
+    slow = [t * 1.2 for t in base]
+    report = GateReport("0.6.8.post1", "0.6.11", "NVIDIA H200", 4.3e12)
+    report.junit["candidate"] = parse_junit(JUNIT.replace('failures="1"', 'failures="0"')
+                                            .replace('<failure message="lacks group"/>', ""))
+    report.perf.append(compare("rmsnorm", base, base[::-1]))
+    report.perf.append(invalid("fp4_quantize", base, base, 0.05, "8.20 TB/s implied"))
+    assert report.passed
+    md = gate_markdown(report)
+    assert md.startswith("### GPU gate: flashinfer 0.6.8.post1 → 0.6.11: **passed**")
+    assert "| fp4_quantize |" in md and "invalid: 8.20 TB/s implied" in md
+    assert "unsupported on sm_90: fp4 output is all zero" in md
+    report.perf.append(compare("fused", base, slow))
+    assert not report.passed and report.regressions[0].name == "fused"
+    assert report.as_dict()["passed"] is False
+
+
+def test_gpu_gate_rejects_a_site_without_flashinfer(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new" / "flashinfer").mkdir(parents=True)
+    code = main(["gpu-gate", "--baseline", str(tmp_path / "old"), "--candidate",
+                 str(tmp_path / "new"), "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert capsys.readouterr().err == (f"pinbump: error: --baseline {tmp_path / 'old'}: no "
+                                       "flashinfer package there (install one with pip "
+                                       "install --target)\n")
