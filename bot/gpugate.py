@@ -146,12 +146,10 @@ def run_perf(opts: GateOptions, report: GateReport, log: IO[str]) -> None:
             w.close()
 
 
-def _version(observations: dict[str, Any], site: Path) -> str:
-    env = observations.get("environment")
-    if isinstance(env, dict) and env.get("flashinfer"):
-        return str(env["flashinfer"])
+def site_version(site: Path) -> str:
+    """The flashinfer-python version installed in a site directory."""
     found = sorted(site.glob("flashinfer_python-*.dist-info"))
-    return found[0].name.split("-")[1] if found else str(site)
+    return found[0].name.removesuffix(".dist-info").split("-", 1)[1] if found else str(site)
 
 
 def run_gate(opts: GateOptions, log: IO[str]) -> GateReport:
@@ -171,8 +169,8 @@ def run_gate(opts: GateOptions, log: IO[str]) -> GateReport:
         report.junit[label] = parse_junit((opts.out / f"junit-{label}.xml").read_text())
         path = opts.out / f"observations-{label}.json"
         observations[label] = json.loads(path.read_text()) if path.exists() else {}
-    report.baseline = _version(observations["baseline"], opts.baseline)
-    report.candidate = _version(observations["candidate"], opts.candidate)
+    report.baseline = site_version(opts.baseline)
+    report.candidate = site_version(opts.candidate)
     env = observations["candidate"].get("environment", {})
     report.device = env.get("gpu", "") if isinstance(env, dict) else ""
     report.observation_diff = diff_observations(observations["baseline"],

@@ -29,7 +29,8 @@ class Comparison:
     def as_dict(self) -> dict[str, object]:
         return {"name": self.name, "baseline_median": self.baseline_median,
                 "candidate_median": self.candidate_median, "ratio": self.ratio,
-                "ci95": [self.ci_low, self.ci_high], "threshold": self.threshold,
+                "ci95": None if self.verdict == "invalid" else [self.ci_low, self.ci_high],
+                "threshold": self.threshold,
                 "samples": list(self.samples), "verdict": self.verdict, "note": self.note}
 
 

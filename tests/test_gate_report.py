@@ -70,3 +70,18 @@ def test_gpu_gate_rejects_a_site_without_flashinfer(tmp_path: Path,
     assert capsys.readouterr().err == (f"pinbump: error: --baseline {tmp_path / 'old'}: no "
                                        "flashinfer package there (install one with pip "
                                        "install --target)\n")
+
+
+def test_site_version(tmp_path: Path) -> None:
+    from bot.gpugate import site_version
+
+    (tmp_path / "flashinfer_python-0.6.8.post1.dist-info").mkdir()
+    assert site_version(tmp_path) == "0.6.8.post1"
+
+
+def test_invalid_comparison_serializes_without_nan() -> None:
+    import json
+
+    item = invalid("k", [1.0] * 30, [1.0] * 30, 0.05, "too fast").as_dict()
+    assert item["ci95"] is None
+    json.dumps(item, allow_nan=False)
