@@ -1,0 +1,552 @@
+"""A local GitHub REST emulator for the tests: loopback only, stateful, held to GitHub's
+OpenAPI description (tests/openapi/github-subset.json, extracted from @octokit/openapi).
+
+Every response object is built from the schema's required fields and overlaid with the state;
+every request the client sends and every response returned is validated with openapi-core,
+and any mismatch is recorded in ``violations`` (the tests assert there are none). Branch heads
+come from a real bare git repository: the remote the bot pushes to.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from openapi_core import OpenAPI
+from openapi_core.testing import MockRequest, MockResponse
+
+SPEC_PATH = Path(__file__).parent / "openapi" / "github-subset.json"
+API = "https://api.github.com"
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SchemaFactory:
+    """Instances of OpenAPI schemas with every required field, for overlaying with state."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+
+    def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in node:
+            _, _, kind, name = node["$ref"].split("/", 3)
+            node = self.spec["components"][kind][name]
+        return node
+
+    def make(self, schema: dict[str, Any], depth: int = 0) -> Any:
+        schema = self.resolve(schema)
+        if "allOf" in schema:
+            out: dict[str, Any] = {}
+            for part in schema["allOf"]:
+                value = self.make(part, depth)
+                if isinstance(value, dict):
+                    out.update(value)
+            return out
+        for key in ("oneOf", "anyOf"):
+            if key in schema:
+                return self.make(schema[key][0], depth)
+        if schema.get("nullable") and depth > 6:
+            return None
+        if "enum" in schema:
+            return schema["enum"][0]
+        kind = schema.get("type")
+        if kind == "object" or "properties" in schema:
+            props = schema.get("properties", {})
+            return {name: self.make(props.get(name, {"type": "string"}), depth + 1)
+                    for name in schema.get("required", [])}
+        if kind == "array":
+            return []
+        if kind == "integer":
+            return 1
+        if kind == "number":
+            return 1.0
+        if kind == "boolean":
+            return False
+        if kind == "string":
+            return {"date-time": now(), "uri": f"{API}/x", "email": "bot@example.invalid",
+                    "uri-template": f"{API}/x{{/y}}"}.get(schema.get("format", ""), "x")
+        return None
+
+    def component(self, schema_name: str, /, **overlay: Any) -> Any:
+        return deep_merge(self.make({"$ref": f"#/components/schemas/{schema_name}"}), overlay)
+
+
+def deep_merge(base: Any, overlay: Any) -> Any:
+    if isinstance(base, dict) and isinstance(overlay, dict):
+        out = dict(base)
+        for key, value in overlay.items():
+            out[key] = deep_merge(base.get(key), value) if key in base else value
+        return out
+    return overlay
+
+
+@dataclass
+class Fault:
+    pattern: str  # regex on "METHOD /path"
+    status: int
+    times: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class State:
+    owner: str
+    name: str
+    bare: Path
+    default_branch: str = "main"
+    items: dict[int, dict[str, Any]] = field(default_factory=dict)  # issues and PRs
+    comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    labels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    check_runs: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    dispatches: list[dict[str, Any]] = field(default_factory=list)
+    merges: list[dict[str, Any]] = field(default_factory=list)
+    counter: itertools.count = field(default_factory=lambda: itertools.count(1))
+    ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
+
+
+class GitHubEmulator(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, owner: str, name: str, bare: Path, token: str) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.spec_json = json.loads(SPEC_PATH.read_text())
+        self.openapi = OpenAPI.from_dict(self.spec_json)
+        self.factory = SchemaFactory(self.spec_json)
+        self.state = State(owner, name, bare)
+        self.token = token
+        self.lock = threading.RLock()
+        self.violations: list[str] = []
+        self.log: list[tuple[str, str, int]] = []  # method, path, status
+        self.faults: list[Fault] = []
+        self.request_headers: list[dict[str, str]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    # -- helpers for tests -----------------------------------------------------------------
+    def inject(self, pattern: str, status: int, times: int = 1, **kw: Any) -> None:
+        self.faults.append(Fault(pattern, status, times, **kw))
+
+    def writes(self) -> list[tuple[str, str, int]]:
+        return [entry for entry in self.log if entry[0] != "GET"]
+
+    def head_sha(self, branch: str) -> str | None:
+        proc = subprocess.run(["git", "--git-dir", str(self.state.bare), "rev-parse", "--verify",
+                               "--quiet", f"refs/heads/{branch}"], capture_output=True,
+                              text=True)
+        return proc.stdout.strip() or None
+
+    # -- objects ---------------------------------------------------------------------------
+    def user(self, login: str = "pinbump-bot") -> dict[str, Any]:
+        return self.factory.component("simple-user", login=login, id=7, type="Bot",
+                                      html_url=f"https://github.com/{login}")
+
+    def repo_obj(self) -> dict[str, Any]:
+        s = self.state
+        return self.factory.component(
+            "full-repository", id=1, name=s.name, full_name=f"{s.owner}/{s.name}",
+            owner=self.user(s.owner), private=False, default_branch=s.default_branch,
+            url=f"{self.url}/repos/{s.owner}/{s.name}",
+            html_url=f"https://github.com/{s.owner}/{s.name}")
+
+    def label_obj(self, name: str) -> dict[str, Any]:
+        return self.state.labels[name]
+
+    def item_obj(self, number: int, simple: bool = False, as_issue: bool = False
+                 ) -> dict[str, Any]:
+        item = self.state.items[number]
+        s = self.state
+        base_url = f"{self.url}/repos/{s.owner}/{s.name}"
+        common = dict(
+            id=item["id"], number=number, title=item["title"], body=item["body"],
+            state=item["state"], user=self.user(), labels=[self.label_obj(n)
+                                                           for n in item["labels"]],
+            html_url=f"https://github.com/{s.owner}/{s.name}/"
+                     f"{'pull' if item['pr'] else 'issues'}/{number}",
+            created_at=item["created"], updated_at=item["updated"],
+            closed_at=item.get("closed_at"), locked=False, comments=len(s.comments.get(
+                number, [])), author_association="NONE")
+        if not item["pr"] or as_issue:
+            extra_issue = {"pull_request": {
+                "url": f"{base_url}/pulls/{number}", "html_url": common["html_url"],
+                "diff_url": common["html_url"] + ".diff",
+                "patch_url": common["html_url"] + ".patch"}} if item["pr"] else {}
+            return self.factory.component("issue", url=f"{base_url}/issues/{number}",
+                                          repository_url=base_url, **common, **extra_issue)
+        sha = self.head_sha(item["head"]) or item.get("head_sha") or "0" * 40
+        ref = {"repo": self.repo_obj(), "user": self.user(s.owner)}
+        head = {"ref": item["head"], "sha": sha, "label": f"{s.owner}:{item['head']}", **ref}
+        base = {"ref": item["base"], "sha": self.head_sha(item["base"]) or "0" * 40,
+                "label": f"{s.owner}:{item['base']}", **ref}
+        extra: dict[str, Any] = {"head": head, "base": base, "url": f"{base_url}/pulls/{number}",
+                                 "merged_at": item.get("merged_at"),
+                                 "merge_commit_sha": item.get("merge_sha"), "draft": False,
+                                 "requested_reviewers": [self.user(r) for r in
+                                                         item.get("reviewers", [])]}
+        if not simple:
+            extra.update(merged=bool(item.get("merged_at")), mergeable=True,
+                         mergeable_state="clean", merged_by=None, comments=0,
+                         review_comments=0, commits=1, additions=1, deletions=1,
+                         changed_files=1, maintainer_can_modify=False)
+        return self.factory.component("pull-request-simple" if simple else "pull-request",
+                                      **{**common, **extra})
+
+    def new_item(self, pr: bool, **fields: Any) -> int:
+        number = next(self.state.counter)
+        self.state.items[number] = {"id": next(self.state.ids), "pr": pr, "state": "open",
+                                    "labels": [], "created": now(), "updated": now(),
+                                    "body": None, **fields}
+        return number
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: GitHubEmulator
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _dispatch(self, method: str) -> None:
+        srv = self.server
+        raw = self._body()
+        parts = urlsplit(self.path)
+        path, query = unquote(parts.path), parse_qs(parts.query)
+        with srv.lock:
+            srv.request_headers.append(dict(self.headers.items()))
+            try:
+                status, payload, headers = self._route(method, path, query, raw)
+            except Exception as exc:
+                srv.violations.append(f"emulator crashed on {method} {path}: {exc!r}")
+                status, payload, headers = 500, {"message": "emulator error"}, {}
+            srv.log.append((method, path, status))
+        body = b"" if payload is None else json.dumps(payload).encode()
+        self._validate(method, path, parts.query, raw, status, body)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-RateLimit-Limit", "5000")
+        self.send_header("X-RateLimit-Remaining", "4999")
+        self.send_header("X-RateLimit-Reset", "4102444800")
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = lambda self: self._dispatch("GET")  # noqa: E731
+    do_POST = lambda self: self._dispatch("POST")  # noqa: E731
+    do_PATCH = lambda self: self._dispatch("PATCH")  # noqa: E731
+    do_PUT = lambda self: self._dispatch("PUT")  # noqa: E731
+    do_DELETE = lambda self: self._dispatch("DELETE")  # noqa: E731
+
+    def _validate(self, method: str, path: str, query: str, raw: bytes, status: int,
+                  body: bytes) -> None:
+        srv = self.server
+        ctype = "application/json" if raw else None
+        req = MockRequest(API, method.lower(), path, args=parse_qs(query),
+                          data=raw or None, headers={k: v for k, v in self.headers.items()},
+                          content_type=ctype)
+        try:
+            srv.openapi.validate_request(req)
+        except Exception as exc:
+            srv.violations.append(f"request {method} {path}: {exc}"[:2000])
+        if status >= 400 and status not in (404, 409, 422):
+            return  # injected faults (401/403/5xx) are not part of the contract we check
+        resp = MockResponse(body, status_code=status, content_type="application/json",
+                            headers={"Link": ""} if status == 200 else {})
+        try:
+            srv.openapi.validate_response(req, resp)
+        except Exception as exc:
+            srv.violations.append(f"response {status} {method} {path}: {exc}"[:2000])
+
+    def _route(self, method: str, path: str, query: dict[str, list[str]], raw: bytes
+               ) -> tuple[int, Any, dict[str, str]]:
+        srv, s = self.server, self.server.state
+        key = f"{method} {path}"
+        for fault in srv.faults:
+            if fault.times > 0 and re.search(fault.pattern, key):
+                fault.times -= 1
+                return fault.status, fault.body or {"message": "injected"}, fault.headers
+        auth = self.headers.get("Authorization", "")
+        if auth not in (f"token {srv.token}", f"Bearer {srv.token}"):
+            return 401, {"message": "Bad credentials",
+                         "documentation_url": "https://docs.github.com/rest"}, {}
+        data = json.loads(raw) if raw else {}
+        prefix = f"/repos/{s.owner}/{s.name}"
+        if not path.startswith(prefix):
+            return 404, {"message": "Not Found"}, {}
+        rest = path[len(prefix):]
+        for pattern, verb, handler in ROUTES:
+            m = re.fullmatch(pattern, rest)
+            if m and verb == method:
+                return handler(srv, m, query, data)
+        return 404, {"message": "Not Found"}, {}
+
+
+# -- route handlers ----------------------------------------------------------------------------
+Handler = Callable[[GitHubEmulator, re.Match[str], dict[str, list[str]], Any],
+                   tuple[int, Any, dict[str, str]]]
+
+
+def get_repo(srv, m, q, d):
+    return 200, srv.repo_obj(), {}
+
+
+def list_pulls(srv, m, q, d):
+    state = q.get("state", ["open"])[0]
+    head = q.get("head", [None])[0]
+    base = q.get("base", [None])[0]
+    out = []
+    for n, item in sorted(srv.state.items.items()):
+        if not item["pr"] or (state != "all" and item["state"] != state):
+            continue
+        if head and f"{srv.state.owner}:{item['head']}" != head:
+            continue
+        if base and item["base"] != base:
+            continue
+        out.append(srv.item_obj(n, simple=True))
+    return 200, out, {}
+
+
+def create_pull(srv, m, q, d):
+    if srv.head_sha(d["head"]) is None:
+        return 422, {"message": "Validation Failed", "errors": [
+            {"resource": "PullRequest", "field": "head", "code": "invalid"}]}, {}
+    n = srv.new_item(True, title=d["title"], body=d.get("body"), head=d["head"],
+                     base=d["base"])
+    return 201, srv.item_obj(n), {"Location": f"{srv.url}/pulls/{n}"}
+
+
+def _item(srv, m, pr: bool | None):
+    n = int(m.group(1))
+    item = srv.state.items.get(n)
+    if item is None or (pr is not None and item["pr"] != pr):
+        return None
+    return n
+
+
+def get_pull(srv, m, q, d):
+    n = _item(srv, m, True)
+    return (200, srv.item_obj(n), {}) if n else (404, {"message": "Not Found"}, {})
+
+
+def update_item(srv, m, q, d):
+    n = _item(srv, m, None)
+    as_issue = "/issues/" in m.string
+    if n is None:
+        return 404, {"message": "Not Found"}, {}
+    item = srv.state.items[n]
+    for k in ("title", "body", "state"):
+        if k in d:
+            item[k] = d[k]
+    if d.get("state") == "closed":
+        item["closed_at"] = now()
+    item["updated"] = now()
+    return 200, srv.item_obj(n, as_issue=as_issue), {}
+
+
+def get_issue(srv, m, q, d):
+    n = _item(srv, m, None)
+    return (200, srv.item_obj(n, as_issue=True), {}) if n else (404, {"message": "Not Found"},
+                                                                 {})
+
+
+def merge_pull(srv, m, q, d):
+    n = _item(srv, m, True)
+    if n is None:
+        return 404, {"message": "Not Found"}, {}
+    item = srv.state.items[n]
+    head = srv.head_sha(item["head"])
+    if d.get("sha") and d["sha"] != head:
+        return 409, {"message": "Head branch was modified. Review and try the merge again.",
+                     "documentation_url": "https://docs.github.com/rest"}, {}
+    item.update(state="closed", merged_at=now(), closed_at=now(), merge_sha="f" * 40)
+    srv.state.merges.append({"number": n, "sha": head, "method": d.get("merge_method")})
+    return 200, {"sha": "f" * 40, "merged": True, "message": "Pull Request successfully merged"}, {}
+
+
+def request_reviewers(srv, m, q, d):
+    n = _item(srv, m, True)
+    srv.state.items[n].setdefault("reviewers", []).extend(d.get("reviewers", []))
+    return 201, srv.item_obj(n, simple=True), {}
+
+
+def list_issues(srv, m, q, d):
+    state = q.get("state", ["open"])[0]
+    labels = [x for x in q.get("labels", [""])[0].split(",") if x]
+    out = [srv.item_obj(n, as_issue=True) for n, item in sorted(srv.state.items.items())
+           if (state == "all" or item["state"] == state)
+           and all(label in item["labels"] for label in labels)]
+    return 200, out, {}
+
+
+def create_issue(srv, m, q, d):
+    for name in d.get("labels", []):
+        _ensure_label(srv, name)
+    n = srv.new_item(False, title=d["title"], body=d.get("body"),
+                     labels=list(d.get("labels", [])))
+    return 201, srv.item_obj(n), {}
+
+
+def list_comments(srv, m, q, d):
+    return 200, srv.state.comments.get(int(m.group(1)), []), {}
+
+
+def create_comment(srv, m, q, d):
+    n = int(m.group(1))
+    if n not in srv.state.items:
+        return 404, {"message": "Not Found"}, {}
+    s = srv.state
+    comment = srv.factory.component(
+        "issue-comment", id=next(s.ids), body=d["body"], user=srv.user(),
+        url=f"{srv.url}/repos/{s.owner}/{s.name}/issues/comments/1",
+        html_url=f"https://github.com/{s.owner}/{s.name}/issues/{n}#issuecomment",
+        issue_url=f"{srv.url}/repos/{s.owner}/{s.name}/issues/{n}")
+    s.comments.setdefault(n, []).append(comment)
+    return 201, comment, {}
+
+
+def _ensure_label(srv, name: str) -> dict[str, Any]:
+    s = srv.state
+    if name not in s.labels:
+        s.labels[name] = srv.factory.component(
+            "label", id=next(s.ids), name=name, color="ededed", description=None,
+            default=False, url=f"{srv.url}/repos/{s.owner}/{s.name}/labels/{name}")
+    return s.labels[name]
+
+
+def add_labels(srv, m, q, d):
+    n = int(m.group(1))
+    names = d.get("labels", []) if isinstance(d, dict) else d
+    for name in names:
+        _ensure_label(srv, name)
+        if name not in srv.state.items[n]["labels"]:
+            srv.state.items[n]["labels"].append(name)
+    return 200, [srv.label_obj(x) for x in srv.state.items[n]["labels"]], {}
+
+
+def get_label(srv, m, q, d):
+    name = m.group(1)
+    if name not in srv.state.labels:
+        return 404, {"message": "Not Found"}, {}
+    return 200, srv.label_obj(name), {}
+
+
+def create_label(srv, m, q, d):
+    if d["name"] in srv.state.labels:
+        return 422, {"message": "Validation Failed"}, {}
+    label = _ensure_label(srv, d["name"])
+    label.update(color=d.get("color", "ededed"), description=d.get("description"))
+    return 201, label, {}
+
+
+def get_workflow(srv, m, q, d):
+    s = srv.state
+    wid = m.group(1)
+    return 200, srv.factory.component(
+        "workflow", id=42, name=wid, path=f".github/workflows/{wid}", state="active",
+        url=f"{srv.url}/repos/{s.owner}/{s.name}/actions/workflows/42",
+        html_url=f"https://github.com/{s.owner}/{s.name}/actions/workflows/{wid}",
+        badge_url=f"https://github.com/{s.owner}/{s.name}/workflows/{wid}/badge.svg"), {}
+
+
+def dispatch(srv, m, q, d):
+    srv.state.dispatches.append({"workflow": m.group(1), "ref": d["ref"],
+                                 "inputs": d.get("inputs", {})})
+    return 204, None, {}
+
+
+def check_runs(srv, m, q, d):
+    ref = m.group(1)
+    runs = [r for r in srv.state.check_runs if r["head_sha"] == ref]
+    return 200, {"total_count": len(runs), "check_runs": runs}, {}
+
+
+def create_check_run(srv, m, q, d):
+    s = srv.state
+    run = srv.factory.component(
+        "check-run", id=next(s.ids), name=d["name"], head_sha=d["head_sha"],
+        status=d.get("status", "queued"), conclusion=d.get("conclusion"),
+        details_url=d.get("details_url"), url=f"{srv.url}/repos/{s.owner}/{s.name}/check-runs/1",
+        html_url=f"https://github.com/{s.owner}/{s.name}/runs/1", started_at=now(),
+        completed_at=now() if d.get("conclusion") else None, external_id=None,
+        pull_requests=[])
+    s.check_runs.append(run)
+    return 201, run, {}
+
+
+def combined_status(srv, m, q, d):
+    ref = m.group(1)
+    s = srv.state
+    latest: dict[str, dict[str, Any]] = {}
+    for st in s.statuses:
+        if st["sha"] == ref:
+            latest[st["context"]] = st["obj"]
+    states = [x["state"] for x in latest.values()]
+    state = ("failure" if any(x in ("failure", "error") for x in states) else
+             "pending" if not states or any(x == "pending" for x in states) else "success")
+    repo = srv.factory.component(
+        "minimal-repository", id=1, name=s.name, full_name=f"{s.owner}/{s.name}",
+        owner=srv.user(s.owner), private=False,
+        url=f"{srv.url}/repos/{s.owner}/{s.name}",
+        html_url=f"https://github.com/{s.owner}/{s.name}")
+    return 200, srv.factory.component(
+        "combined-commit-status", state=state, sha=ref, total_count=len(latest),
+        statuses=list(latest.values()), repository=repo,
+        commit_url=f"{srv.url}/repos/{s.owner}/{s.name}/commits/{ref}",
+        url=f"{srv.url}/repos/{s.owner}/{s.name}/commits/{ref}/status"), {}
+
+
+def create_status(srv, m, q, d):
+    s = srv.state
+    obj = srv.factory.component(
+        "status", id=next(s.ids), state=d["state"], context=d.get("context", "default"),
+        description=d.get("description"), target_url=d.get("target_url"),
+        creator=srv.user(), url=f"{srv.url}/repos/{s.owner}/{s.name}/statuses/{m.group(1)}",
+        avatar_url=None)
+    s.statuses.append({"sha": m.group(1), "context": obj["context"], "obj": obj})
+    return 201, obj, {}
+
+
+ROUTES: list[tuple[str, str, Handler]] = [
+    ("", "GET", get_repo),
+    ("/pulls", "GET", list_pulls),
+    ("/pulls", "POST", create_pull),
+    (r"/pulls/(\d+)", "GET", get_pull),
+    (r"/pulls/(\d+)", "PATCH", update_item),
+    (r"/pulls/(\d+)/merge", "PUT", merge_pull),
+    (r"/pulls/(\d+)/requested_reviewers", "POST", request_reviewers),
+    ("/issues", "GET", list_issues),
+    ("/issues", "POST", create_issue),
+    (r"/issues/(\d+)", "GET", get_issue),
+    (r"/issues/(\d+)", "PATCH", update_item),
+    (r"/issues/(\d+)/comments", "GET", list_comments),
+    (r"/issues/(\d+)/comments", "POST", create_comment),
+    (r"/issues/(\d+)/labels", "POST", add_labels),
+    (r"/labels/([^/]+)", "GET", get_label),
+    ("/labels", "POST", create_label),
+    (r"/actions/workflows/([^/]+)", "GET", get_workflow),
+    (r"/actions/workflows/([^/]+)/dispatches", "POST", dispatch),
+    (r"/commits/([^/]+)/check-runs", "GET", check_runs),
+    (r"/commits/([^/]+)/status", "GET", combined_status),
+    ("/check-runs", "POST", create_check_run),
+    (r"/statuses/([0-9a-f]+)", "POST", create_status),
+]
