@@ -67,10 +67,9 @@ def main_package(paths: list[str], distribution: str) -> str | None:
         if len(parts) > 1:
             counts[parts[0]] = counts.get(parts[0], 0) + 1
     wanted = distribution.lower().replace("-", "_")
-    named = sorted((p for p in packages if wanted == p or wanted.startswith(p + "_")),
-                   key=len, reverse=True)
-    if named:
-        return named[0]
+    named = [p for p in packages if wanted == p or wanted.startswith(p + "_")]
+    if named:  # the biggest of them: flashinfer over a stub flashinfer_python
+        return max(sorted(named), key=lambda p: (counts.get(p, 0), p == wanted))
     if packages:
         return max(sorted(packages), key=lambda p: counts.get(p, 0))
     return sorted(modules)[0] if modules else None

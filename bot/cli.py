@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -11,10 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import __version__
-from bot.errors import PinbumpError
+from bot.errors import InputError, PinbumpError
 
 if TYPE_CHECKING:
     from bot.app import PlanOptions
+    from bot.botrun import GitHubOptions
 
 
 def _as_of(value: str) -> str:
@@ -65,6 +67,25 @@ def build_parser() -> argparse.ArgumentParser:
     drift.add_argument("--markdown", action="store_true", help="print the PR-body section")
     drift.set_defaults(handler=cmd_drift)
 
+    run = sub.add_parser("run", help="plan, apply and drift, then open or update the bot PR, "
+                                      "dispatch the GPU gate and keep the dashboard")
+    add_plan_options(run)
+    add_github_options(run)
+    run.add_argument("--base", default="main", help="base branch (default: main)")
+    run.add_argument("--remote", default="origin", help="git remote to push to")
+    run.add_argument("--dry-run", action="store_true",
+                     help="compute the branch and PR body; push and call GitHub for nothing")
+    run.add_argument("--print-body", action="store_true", help="print the PR body")
+    run.set_defaults(handler=cmd_run)
+
+    pr_gate = sub.add_parser("gate", help="merge the bot PR when every required check passed "
+                                          "on its head commit")
+    add_github_options(pr_gate)
+    pr_gate.add_argument("--pr", type=int, required=True, help="pull request number")
+    pr_gate.add_argument("--repo", type=Path, default=Path("."),
+                         help="target checkout, for its pinbump config (default: .)")
+    pr_gate.set_defaults(handler=cmd_gate)
+
     gate = sub.add_parser("gpu-gate", help="run gpu_tests/ against two FlashInfer installs "
                                             "and time them old-vs-new on this GPU")
     gate.add_argument("--baseline", type=Path, required=True, metavar="SITE_DIR",
@@ -105,6 +126,52 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="use no on-disk cache")
     p.add_argument("--timeout", type=float, default=20.0, help="seconds per request (default 20)")
     p.add_argument("--retries", type=int, default=3, help="retries per request (default 3)")
+
+
+def add_github_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--github-repo", required=True, metavar="OWNER/NAME")
+    p.add_argument("--token-env", default="GITHUB_TOKEN", metavar="NAME",
+                   help="environment variable holding the token (default: GITHUB_TOKEN)")
+    p.add_argument("--api-url", default="https://api.github.com",
+                   help="GitHub REST API URL (GitHub Enterprise: https://HOST/api/v3)")
+    p.add_argument("--write-interval", type=float, default=1.0, metavar="SECONDS",
+                   help="pause between GitHub writes (default 1, as GitHub asks)")
+
+
+def _github_options(args: argparse.Namespace) -> GitHubOptions:
+    from bot.botrun import GitHubOptions
+
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", args.github_repo):
+        raise InputError(f"--github-repo {args.github_repo!r}: expected OWNER/NAME")
+    return GitHubOptions(repo=args.github_repo, token_env=args.token_env, api_url=args.api_url,
+                         write_interval=args.write_interval)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from bot.botrun import run_bot
+
+    result = run_bot(plan_options(args), _github_options(args), args.base,
+                     dry_run=args.dry_run, remote=args.remote, out=sys.stderr)
+    if args.print_body or args.dry_run:
+        sys.stdout.write(result.body)
+    if args.json:
+        import json
+
+        sys.stdout.write(json.dumps({
+            "action": result.action, "branch": result.branch, "pr": result.pr,
+            "head_sha": result.head_sha, "pushed": result.pushed,
+            "superseded": result.superseded, "dispatched": result.dispatched,
+            "dashboard": result.dashboard}) + "\n")
+    return 0
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from bot.app import PlanOptions, load_target
+    from bot.botrun import run_pr_gate
+
+    gh_opts = _github_options(args)
+    _, policy = load_target(PlanOptions(repo=args.repo))
+    return run_pr_gate(gh_opts, args.pr, policy, out=sys.stderr).exit_code
 
 
 @contextmanager

@@ -15,6 +15,14 @@ from bot.discovery import Target, load_toml, read_text
 from bot.errors import ConfigError
 
 DEFAULT_INDEX = "https://pypi.org/simple"
+DEFAULT_LABELS = ("dependencies", "pinbump", "gpu-gate")
+DEFAULT_RUNNERS: dict[str, tuple[str, ...]] = {
+    "sm90": ("self-hosted", "linux", "gpu", "sm90"),
+    "sm100": ("self-hosted", "linux", "gpu", "sm100"),
+    "multi-gpu": ("self-hosted", "linux", "gpu", "multi-gpu"),
+}
+STATUS_PREFIX = "pinbump/gpu-gate"  # commit status context of each GPU job: prefix/<job>
+MERGE_METHODS = ("merge", "squash", "rebase")
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,13 @@ class Policy:
     caps: Mapping[str, Version] = field(default_factory=dict)  # package -> must stay below
     python: str | None = None  # the Python version markers are evaluated for
     doc_patterns: tuple[str, ...] = ()  # extra regexes with {version} for apply
+    reviewers: tuple[str, ...] = ()
+    labels: tuple[str, ...] = DEFAULT_LABELS
+    gate_workflow: str = "pinbump-gpu-gate.yml"
+    runner_labels: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(DEFAULT_RUNNERS))
+    required_checks: tuple[str, ...] | None = None  # default: one status per GPU job
+    merge_method: str = "squash"
     source: str = "built-in defaults"
 
     def index_for(self, package: str) -> str:
@@ -76,9 +91,16 @@ class Policy:
     def active_group(self) -> Group:
         return self.groups[self.group]
 
+    @property
+    def checks_required(self) -> tuple[str, ...]:
+        if self.required_checks is not None:
+            return self.required_checks
+        return tuple(f"{STATUS_PREFIX}/{job}" for job in self.runner_labels)
+
 
 KNOWN_KEYS = {"group", "groups", "index-url", "index", "min-release-age", "allow-prereleases",
-              "known-bad", "cap", "python", "doc-patterns"}
+              "known-bad", "cap", "python", "doc-patterns", "reviewers", "labels",
+              "gate-workflow", "runner-labels", "required-checks", "merge-method"}
 GROUP_KEYS = {"lead", "lockstep", "companions"}
 
 
@@ -184,6 +206,37 @@ def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None)
                 raise ConfigError(f"{where}: key '{key}': {pattern!r} is not a valid regex "
                                   f"({exc})") from None
         updates["doc_patterns"] = tuple(patterns)
+    for key, attr in (("reviewers", "reviewers"), ("labels", "labels"),
+                      ("required-checks", "required_checks")):
+        if key in raw:
+            values = _expect(where, f"{prefix}{key}", raw[key], list, "an array of strings")
+            for value in values:
+                _expect(where, f"{prefix}{key}", value, str, "an array of strings")
+            updates[attr] = tuple(values)
+    if "gate-workflow" in raw:
+        updates["gate_workflow"] = _expect(where, f"{prefix}gate-workflow",
+                                           raw["gate-workflow"], str, "a workflow file name")
+    if "merge-method" in raw:
+        method = _expect(where, f"{prefix}merge-method", raw["merge-method"], str,
+                         "merge, squash or rebase")
+        if method not in MERGE_METHODS:
+            raise ConfigError(f"{where}: key '{prefix}merge-method' must be one of "
+                              f"{', '.join(MERGE_METHODS)}, got {method!r}")
+        updates["merge_method"] = method
+    if "runner-labels" in raw:
+        table = _expect(where, f"{prefix}runner-labels", raw["runner-labels"], dict,
+                        "a table job = [labels]")
+        runners: dict[str, tuple[str, ...]] = {}
+        for job, labels in table.items():
+            key = f"{prefix}runner-labels.{job}"
+            if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", job):
+                raise ConfigError(f"{where}: key '{key}': job names are lowercase letters, "
+                                  "digits and dashes")
+            _expect(where, key, labels, list, "an array of runner labels")
+            for label in labels:
+                _expect(where, key, label, str, "an array of runner labels")
+            runners[job] = tuple(labels)
+        updates["runner_labels"] = runners
     return replace(policy, **updates)
 
 

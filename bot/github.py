@@ -55,7 +55,9 @@ class Check:
 class GitHub:
     def __init__(self, repo: str, token: str, *, base_url: str = DEFAULT_API,
                  timeout: int = 15, retries: int = 5, secondary_wait: float = 60.0,
-                 max_rate_limit_wait: float = 900.0) -> None:
+                 max_rate_limit_wait: float = 900.0, write_interval: float = 1.0) -> None:
+        """``write_interval``: seconds between writes (GitHub asks integrations for at least
+        one second to stay clear of secondary rate limits); reads are paced at a quarter."""
         from github import Auth, Github, GithubRetry
 
         self._token = token
@@ -63,7 +65,8 @@ class GitHub:
         retry = GithubRetry(total=retries, secondary_rate_wait=secondary_wait,
                             max_rate_limit_wait=max_rate_limit_wait, backoff_factor=0.5)
         self._gh = Github(base_url=base_url, auth=Auth.Token(token), timeout=timeout,
-                          retry=retry, per_page=100)
+                          retry=retry, per_page=100, seconds_between_writes=write_interval,
+                          seconds_between_requests=write_interval / 4)
         self._repo: Any = None
 
     # -- the door: every call goes through here so errors are uniform and token-free ------

@@ -114,6 +114,7 @@ class State:
     statuses: list[dict[str, Any]] = field(default_factory=list)
     dispatches: list[dict[str, Any]] = field(default_factory=list)
     merges: list[dict[str, Any]] = field(default_factory=list)
+    workflows: dict[str, int] = field(default_factory=dict)  # file name -> id
     counter: itertools.count = field(default_factory=lambda: itertools.count(1))
     ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
 
@@ -301,6 +302,29 @@ class _Handler(BaseHTTPRequestHandler):
         return 404, {"message": "Not Found"}, {}
 
 
+def _why(exc: BaseException) -> str:
+    """The schema errors behind an openapi-core exception, with their JSON paths."""
+    reasons = []
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        cur = todo.pop()
+        if cur is None or id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        for err in getattr(cur, "schema_errors", None) or []:
+            stack = [err]
+            while stack:
+                e = stack.pop()
+                if e.context:
+                    stack.extend(e.context)
+                else:
+                    where = "/".join(str(x) for x in e.absolute_path)
+                    reasons.append(f"{where or '<root>'}: {e.message[:200]}")
+        todo += [cur.__cause__, cur.__context__]
+    return "; ".join(sorted(set(reasons))[:10]) or f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
 # -- route handlers ----------------------------------------------------------------------------
 Handler = Callable[[GitHubEmulator, re.Match[str], dict[str, list[str]], Any],
                    tuple[int, Any, dict[str, str]]]
@@ -461,15 +485,17 @@ def create_label(srv, m, q, d):
 def get_workflow(srv, m, q, d):
     s = srv.state
     wid = m.group(1)
+    number = s.workflows.setdefault(wid, 42 + len(s.workflows))
     return 200, srv.factory.component(
-        "workflow", id=42, name=wid, path=f".github/workflows/{wid}", state="active",
-        url=f"{srv.url}/repos/{s.owner}/{s.name}/actions/workflows/42",
+        "workflow", id=number, name=wid, path=f".github/workflows/{wid}", state="active",
+        url=f"{srv.url}/repos/{s.owner}/{s.name}/actions/workflows/{number}",
         html_url=f"https://github.com/{s.owner}/{s.name}/actions/workflows/{wid}",
         badge_url=f"https://github.com/{s.owner}/{s.name}/workflows/{wid}/badge.svg"), {}
 
 
 def dispatch(srv, m, q, d):
-    srv.state.dispatches.append({"workflow": m.group(1), "ref": d["ref"],
+    names = {str(i): n for n, i in srv.state.workflows.items()}
+    srv.state.dispatches.append({"workflow": names.get(m.group(1), m.group(1)), "ref": d["ref"],
                                  "inputs": d.get("inputs", {})})
     return 204, None, {}
 
@@ -500,6 +526,10 @@ def combined_status(srv, m, q, d):
     for st in s.statuses:
         if st["sha"] == ref:
             latest[st["context"]] = st["obj"]
+    simple = [srv.factory.component(
+        "simple-commit-status", id=x["id"], state=x["state"], context=x["context"],
+        description=x["description"], target_url=x["target_url"], url=x["url"],
+        avatar_url=None, created_at=now(), updated_at=now()) for x in latest.values()]
     states = [x["state"] for x in latest.values()]
     state = ("failure" if any(x in ("failure", "error") for x in states) else
              "pending" if not states or any(x == "pending" for x in states) else "success")
@@ -510,7 +540,7 @@ def combined_status(srv, m, q, d):
         html_url=f"https://github.com/{s.owner}/{s.name}")
     return 200, srv.factory.component(
         "combined-commit-status", state=state, sha=ref, total_count=len(latest),
-        statuses=list(latest.values()), repository=repo,
+        statuses=simple, repository=repo,
         commit_url=f"{srv.url}/repos/{s.owner}/{s.name}/commits/{ref}",
         url=f"{srv.url}/repos/{s.owner}/{s.name}/commits/{ref}/status"), {}
 
@@ -521,7 +551,7 @@ def create_status(srv, m, q, d):
         "status", id=next(s.ids), state=d["state"], context=d.get("context", "default"),
         description=d.get("description"), target_url=d.get("target_url"),
         creator=srv.user(), url=f"{srv.url}/repos/{s.owner}/{s.name}/statuses/{m.group(1)}",
-        avatar_url=None)
+        avatar_url=None, created_at=now(), updated_at=now())
     s.statuses.append({"sha": m.group(1), "context": obj["context"], "obj": obj})
     return 201, obj, {}
 

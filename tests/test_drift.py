@@ -208,3 +208,17 @@ def test_flashinfer_0_6_8_post1_to_0_6_11(tmp_path: Path,
     ws = [f for f in doc if f["function"] == "flashinfer.comm.create_allreduce_fusion_workspace"]
     assert ws and ws[0]["severity"] in ("notice", "unverifiable")
     assert "`group=None`" in ws[0]["change"]
+
+
+@pytest.mark.parametrize(("paths", "dist", "expected"), [
+    (["build_backend.py", "flashinfer/__init__.py", "flashinfer/a.py"], "flashinfer-python",
+     "flashinfer"),
+    (["flashinfer_python/__init__.py", "flashinfer/__init__.py", "flashinfer/a.py"],
+     "flashinfer-python", "flashinfer"),
+    (["quack/__init__.py", "quack/x.py", "tests/__init__.py"], "quack-kernels", "quack"),
+    (["other/__init__.py", "other/y.py", "helpers/__init__.py"], "zzz", "other"),
+    (["single.py"], "single", "single"),
+    ([], "none", None),
+])
+def test_main_package(paths: list[str], dist: str, expected: str | None) -> None:
+    assert main_package(paths, dist) == expected

@@ -34,7 +34,8 @@ def build_wheel(directory: Path, name: str, version: str, *,
     lines += [f"Provides-Extra: {e}" for e in extras]
     lines += [f"Requires-Dist: {r}" for r in requires]
     metadata = ("\n".join(lines) + "\n\n").encode()
-    members: dict[str, bytes] = {f"{dist}/__init__.py": f'__version__ = "{version}"\n'.encode()}
+    members: dict[str, bytes] = {} if files else {
+        f"{dist}/__init__.py": f'__version__ = "{version}"\n'.encode()}
     for rel, text in (files or {}).items():
         members[rel] = text.encode()
     if padding:

@@ -1,0 +1,183 @@
+"""The bot PR's title and body, the dashboard issue, and the gate decision. Pure functions.
+
+GitHub refuses a PR or issue body over 65,536 characters; long lists are summarized and the
+whole body is kept under ``BODY_LIMIT``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bot.drift import DriftReport
+from bot.edits import EditSet
+from bot.github import Check
+from bot.models import Plan
+from bot.render import drift_markdown
+
+BODY_LIMIT = 60_000  # GitHub's hard limit is 65,536
+RELEASE_NOTES = {
+    "flashinfer-python": "https://github.com/flashinfer-ai/flashinfer/releases/tag/v{version}",
+    "flashinfer-cubin": "https://github.com/flashinfer-ai/flashinfer/releases/tag/v{version}",
+    "flashinfer-jit-cache":
+        "https://github.com/flashinfer-ai/flashinfer/releases/tag/v{version}",
+}
+KIND_TITLES = {"requirement": "Requirements", "dockerfile-arg": "Dockerfile ARG/ENV",
+               "dockerfile-run": "Dockerfile RUN pins", "assertion": "Version assertions",
+               "doc": "Docs"}
+
+
+def marker(group: str, target: str) -> str:
+    return f"<!-- pinbump: group={group} target={target} -->"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _links(package: str, version: str) -> str:
+    links = [f"[PyPI](https://pypi.org/project/{package}/{version}/)"]
+    if package in RELEASE_NOTES:
+        links.insert(0, f"[release notes]({RELEASE_NOTES[package].format(version=version)})")
+    return " · ".join(links)
+
+
+def pr_title(plan: Plan) -> str:
+    others = sorted({c.package for c in plan.changes} - {plan.lead})
+    tail = f" (+ {', '.join(others)})" if others else ""
+    return f"Bump {plan.lead} {plan.lead_current} → {plan.lead_target}{tail}"
+
+
+@dataclass
+class GateInfo:
+    workflow: str
+    runner_labels: Mapping[str, Sequence[str]]
+    required: Sequence[str]
+
+
+def _capped(lines: list[str], limit: int, what: str) -> list[str]:
+    if len(lines) <= limit:
+        return lines
+    return [*lines[:limit], f"- … and {len(lines) - limit} more {what}"]
+
+
+def pr_body(plan: Plan, edits: EditSet, drift: DriftReport | None, gate: GateInfo,
+            notes: Sequence[str] = (), limit: int = 25) -> str:
+    out = [marker(plan.group, plan.lead_target),
+           f"pinbump proposes the newest **complete and consistent** set of the `{plan.group}` "
+           "group: every lockstep package is published at the lead's version and every "
+           "companion satisfies the set's `Requires-Dist`.", "",
+           "| package | from | to | links | why |", "| --- | --- | --- | --- | --- |"]
+    for c in plan.changes:
+        out.append(f"| `{c.package}` | `{_cell(c.specifier_before)}` | "
+                   f"`{_cell(c.specifier_after)}` | {_links(c.package, c.target)} | "
+                   f"{_cell(c.reason)} |")
+    for package, spec, why in plan.unchanged:
+        out.append(f"| `{package}` | `{_cell(spec)}` | unchanged | | {_cell(why)} |")
+    if plan.rejected:
+        out += ["", "<details><summary>Versions rejected "
+                f"({len(plan.rejected)})</summary>", ""]
+        out += _capped([f"- `{r.package}` {r.version}: {_cell(r.reason)}"
+                        for r in plan.rejected], limit, "rejections")
+        out += ["", "</details>"]
+    for package, why in plan.not_verified:
+        out.append(f"\n> **Not verified:** `{package}`: {_cell(why)}")
+    out += ["", "### Files changed", ""]
+    by_kind: dict[str, list[str]] = {}
+    for e in edits.edits:
+        by_kind.setdefault(e.kind, []).append(f"- `{e.file}:{e.line}` `{_cell(e.before)}` → "
+                                              f"`{_cell(e.after)}`")
+    for kind, lines in by_kind.items():
+        out += [f"**{KIND_TITLES.get(kind, kind)}**", *_capped(lines, limit, "edits"), ""]
+    if edits.left_unchanged:
+        out += ["<details><summary>Old versions left unchanged "
+                f"({len(edits.left_unchanged)}): check them by hand</summary>", ""]
+        out += _capped([f"- `{m.file}:{m.line}` {m.version}: {_cell(m.text)}"
+                        for m in edits.left_unchanged], limit, "places")
+        out += ["", "</details>", ""]
+    out += [f"- note: {_cell(n)}" for n in notes]
+    if drift is not None:
+        out += ["", drift_markdown(drift, limit=limit)]
+    out += ["### GPU gate", "",
+            f"Workflow `{gate.workflow}` runs `gpu_tests/` on the PR's head commit, one job per "
+            "runner class; the PR merges only when all of them pass on that commit.", "",
+            "| job | runner labels | required status |", "| --- | --- | --- |"]
+    for job, labels in gate.runner_labels.items():
+        status = next((r for r in gate.required if r.endswith(f"/{job}")), "—")
+        out.append(f"| {job} | `{', '.join(labels)}` | `{status}` |")
+    out += ["", "Re-run the gate: `gh workflow run "
+            f"{gate.workflow} -f pr=<this PR> -f sha=<head SHA>`, or re-run the failed jobs "
+            "from the Actions tab. Maintainers can also add the `gpu-gate` label.", "",
+            "<sub>Opened by pinbump. Edits to this branch are overwritten on the next run; "
+            "close the PR to skip this version.</sub>"]
+    return fit("\n".join(out) + "\n")
+
+
+def fit(body: str) -> str:
+    if len(body) <= BODY_LIMIT:
+        return body
+    cut = body[:BODY_LIMIT]
+    cut = cut[: cut.rfind("\n")]
+    return cut + "\n\n… (truncated: the full report is in the job summary)\n"
+
+
+# -- the gate decision ---------------------------------------------------------------------
+@dataclass
+class GateDecision:
+    state: str  # success | failure | pending
+    failing: list[Check] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)  # required names pending or missing
+    passed: list[str] = field(default_factory=list)
+
+
+def decide(required: Sequence[str], checks: Sequence[Check]) -> GateDecision:
+    """Required checks of one head SHA; the first entry per name is the latest."""
+    decision = GateDecision(state="success")
+    for name in required:
+        found = [c for c in checks if c.name == name]
+        if not found or found[0].state == "pending":
+            decision.waiting.append(name)
+        elif found[0].state == "failure":
+            decision.failing.append(found[0])
+        else:
+            decision.passed.append(name)
+    if decision.failing:
+        decision.state = "failure"
+    elif decision.waiting:
+        decision.state = "pending"
+    return decision
+
+
+def failure_comment(sha: str, decision: GateDecision) -> str:
+    lines = [f"<!-- pinbump: gate-failed {sha} -->",
+             f"The GPU gate failed on `{sha[:12]}`; the PR stays open.", ""]
+    lines += [f"- `{c.name}`: [details]({c.url})" if c.url else f"- `{c.name}`"
+              for c in decision.failing]
+    return "\n".join(lines) + "\n"
+
+
+# -- the dashboard -------------------------------------------------------------------------
+DASHBOARD_TITLE = "pinbump: dependency dashboard"
+
+
+def dashboard_body(plan: Plan | None, pr_url: str | None, gate_state: str | None,
+                   limit: int = 30) -> str:
+    out = ["<!-- pinbump: dashboard -->",
+           "This issue lists pending updates of the GPU-kernel stack; pinbump keeps it current.",
+           ""]
+    if plan is None or not plan.changes:
+        lead = f" (`{plan.lead}` {plan.lead_current})" if plan else ""
+        out.append(f"**Up to date**{lead}: no complete and consistent newer set.")
+    else:
+        out += ["### Pending updates", "", "| package | from | to |", "| --- | --- | --- |"]
+        out += [f"| `{c.package}` | `{_cell(c.specifier_before)}` | "
+                f"`{_cell(c.specifier_after)}` |" for c in plan.changes]
+    if pr_url:
+        out += ["", f"Open bot PR: {pr_url} — GPU gate: **{gate_state or 'pending'}**"]
+    if plan is not None and plan.rejected:
+        out += ["", "### Rejected versions", ""]
+        out += _capped([f"- `{r.package}` {r.version}: {_cell(r.reason)}"
+                        for r in plan.rejected], limit, "rejections")
+    if plan is not None:
+        out += [f"- not verified: `{p}`: {_cell(w)}" for p, w in plan.not_verified]
+    return fit("\n".join(out) + "\n")

@@ -1,0 +1,252 @@
+"""pinbump run and pinbump gate against the local GitHub emulator (held to GitHub's OpenAPI
+description), a real bare git repository as the remote, and a real pypiserver."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from threading import Thread
+
+import cmarkgfm
+import pytest
+
+from bot.cli import main
+from github_emulator import GitHubEmulator
+from servers import PypiServer
+from test_apply import TREE
+
+TOKEN = "ghp_testtoken_0123456789abcdef"
+OLD = datetime.now(timezone.utc) - timedelta(days=60)
+FP4_OLD = ("def fp4_quantize(input, global_scale=None, sf_vec_size=16, sf_use_ue8m0=False,\n"
+           "                 is_sf_swizzled_layout=True, is_sf_8x4_layout=False,\n"
+           "                 enable_pdl=None, backend='cuda'):\n    return input\n")
+FP4_NEW = FP4_OLD.replace("is_sf_8x4_layout=False,\n",
+                          "is_sf_8x4_layout=False, is_global_scale_inversed=False,\n")
+WS_OLD = ("def create_allreduce_fusion_workspace(backend='auto', world_size=None, rank=None,\n"
+          "                                      max_token_num=None, hidden_dim=None):\n"
+          "    return None\n")
+WS_NEW = WS_OLD.replace("hidden_dim=None)", "hidden_dim=None, group=None)")
+CALLER = ("from flashinfer import fp4_quantize as _fq\n\n\n"
+          "def quantize(x, s, pdl):\n"
+          "    return _fq(x, s, 16, False, True, False, pdl, 'cuda')\n")
+CONFIG = ('reviewers = ["alice"]\n'
+          '[runner-labels]\nsm90 = ["self-hosted", "linux", "gpu", "sm90"]\n'
+          'multi-gpu = ["self-hosted", "linux", "gpu", "multi-gpu"]\n')
+REQUIRED = ["pinbump/gpu-gate/sm90", "pinbump/gpu-gate/multi-gpu"]
+
+
+def sources(fp4: str, ws: str) -> dict[str, str]:
+    return {"flashinfer/__init__.py": "from flashinfer.quantization.fp4 import fp4_quantize\n"
+                                      "from flashinfer import comm\n",
+            "flashinfer/quantization/__init__.py": "",
+            "flashinfer/quantization/fp4.py": fp4,
+            "flashinfer/comm/__init__.py": "from flashinfer.comm.allreduce import "
+                                           "create_allreduce_fusion_workspace\n",
+            "flashinfer/comm/allreduce.py": ws}
+
+
+def publish(pypi: PypiServer, version: str, fp4: str, ws: str) -> None:
+    pypi.add("flashinfer-python", version, uploaded=OLD, files=sources(fp4, ws),
+             requires=["nvidia-cutlass-dsl>=4.4"])
+    pypi.add("flashinfer-cubin", version, uploaded=OLD)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+class World:
+    def __init__(self, tmp: Path, pypi: PypiServer) -> None:
+        self.pypi = pypi
+        self.bare = tmp / "remote.git"
+        git(tmp, "init", "--quiet", "--bare", "-b", "main", str(self.bare))
+        self.checkout = tmp / "checkout"
+        git(tmp, "clone", "--quiet", str(self.bare), str(self.checkout))
+        for rel, text in {**TREE, "python/sglang/srt/layers/fp4.py": CALLER,
+                          "pinbump.toml": CONFIG}.items():
+            (self.checkout / rel).parent.mkdir(parents=True, exist_ok=True)
+            (self.checkout / rel).write_text(text)
+        git(self.checkout, "add", "-A")
+        git(self.checkout, "-c", "user.name=dev", "-c", "user.email=dev@example.invalid",
+            "commit", "--quiet", "-m", "init")
+        git(self.checkout, "push", "--quiet", "origin", "HEAD:main")
+        self.emu = GitHubEmulator("acme", "serving", self.bare, TOKEN)
+        Thread(target=self.emu.serve_forever, daemon=True).start()
+        self.cache = tmp / "cache"
+
+    def run(self, *extra: str) -> int:
+        return main(["run", "--repo", str(self.checkout), "--github-repo", "acme/serving",
+                     "--api-url", self.emu.url, "--write-interval", "0", "--index-url",
+                     self.pypi.url, "--cache-dir",
+                     str(self.cache), "--json", *extra])
+
+    def gate(self, pr: int) -> int:
+        return main(["gate", "--github-repo", "acme/serving", "--api-url", self.emu.url,
+                     "--write-interval", "0", "--pr", str(pr), "--repo", str(self.checkout)])
+
+    def status(self, sha: str, context: str, state: str) -> None:
+        import requests
+
+        r = requests.post(f"{self.emu.url}/repos/acme/serving/statuses/{sha}",
+                          json={"state": state, "context": context,
+                                "target_url": "https://ci.example.invalid/job/1"},
+                          headers={"Authorization": f"token {TOKEN}"}, timeout=10)
+        assert r.status_code == 201
+
+    def close(self) -> None:
+        self.emu.shutdown()
+        self.emu.server_close()
+
+
+@pytest.fixture
+def world(tmp_path: Path, pypi: PypiServer, monkeypatch: pytest.MonkeyPatch):
+    publish(pypi, "0.6.8.post1", FP4_OLD, WS_OLD)
+    publish(pypi, "0.6.11", FP4_NEW, WS_NEW)
+    for v in ("4.4.2", "4.5.0"):
+        pypi.add("nvidia-cutlass-dsl", v, uploaded=OLD)
+    pypi.add("quack-kernels", "0.3.0", uploaded=OLD)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    w = World(tmp_path, pypi)
+    yield w
+    w.close()
+    assert w.emu.violations == [], "\n".join(w.emu.violations)
+
+
+def last_json(out: str) -> dict:
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_first_run_opens_the_pr_then_second_run_is_a_no_op(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    result = last_json(capsys.readouterr().out)
+    assert result["action"] == "opened" and result["pushed"] and result["dispatched"]
+    branch = "pinbump/flashinfer-0.6.11"
+    head = git(world.bare, "rev-parse", f"refs/heads/{branch}")
+    assert result["head_sha"] == head
+    diff = git(world.bare, "diff", "main", branch)
+    assert '-  "flashinfer_python==0.6.8.post1", # keep it aligned' in diff
+    assert '+  "flashinfer_python==0.6.11", # keep it aligned' in diff
+    assert "+ARG FLASHINFER_VERSION=0.6.11" in diff
+    state = world.emu.state
+    pr = state.items[result["pr"]]
+    assert pr["pr"] and pr["head"] == branch and pr["base"] == "main"
+    assert pr["title"] == "Bump flashinfer-python 0.6.8.post1 → 0.6.11 (+ flashinfer-cubin, " \
+                         "nvidia-cutlass-dsl)"
+    assert pr["labels"] == ["dependencies", "pinbump", "gpu-gate"]
+    assert pr["reviewers"] == ["alice"]
+    assert state.dispatches == [{"workflow": "pinbump-gpu-gate.yml", "ref": "main",
+                                 "inputs": {"pr": str(result["pr"]), "sha": head}}]
+    body = pr["body"]
+    html = cmarkgfm.github_flavored_markdown_to_html(body)
+    assert html.count("<table>") >= 3  # versions, drift, GPU jobs
+    assert "<td><code>flashinfer-python</code></td>" in html
+    assert "parameter <code>is_global_scale_inversed</code> inserted before" in html
+    assert "python/sglang/srt/layers/fp4.py:5" in body
+    dashboard = state.items[result["dashboard"]]
+    assert dashboard["title"] == "pinbump: dependency dashboard"
+    assert "GPU gate: **pending**" in dashboard["body"]
+
+    writes = len(world.emu.writes())
+    assert world.run() == 0
+    again = last_json(capsys.readouterr().out)
+    assert again["action"] == "unchanged" and not again["pushed"] and not again["dispatched"]
+    assert git(world.bare, "rev-parse", f"refs/heads/{branch}") == head
+    assert len(world.emu.writes()) == writes  # no commit, no PR edit, no comment
+
+
+def test_newer_version_supersedes_the_old_pr(world: World,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    first = last_json(capsys.readouterr().out)["pr"]
+    publish(world.pypi, "0.6.12", FP4_NEW, WS_NEW)
+    assert world.run() == 0
+    second = last_json(capsys.readouterr().out)
+    assert second["action"] == "opened" and second["superseded"] == [first]
+    old = world.emu.state.items[first]
+    assert old["state"] == "closed"
+    assert world.emu.state.comments[first][-1]["body"].startswith(f"Superseded by #"
+                                                                   f"{second['pr']}")
+    assert world.emu.state.items[second["pr"]]["head"] == "pinbump/flashinfer-0.6.12"
+
+
+def test_gate_pending_failed_passed_and_merged(world: World,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    result = last_json(capsys.readouterr().out)
+    pr, sha = result["pr"], result["head_sha"]
+    assert world.gate(pr) == 0
+    assert "pending on" in capsys.readouterr().err
+    world.status(sha, REQUIRED[0], "success")
+    world.status(sha, REQUIRED[1], "failure")
+    assert world.gate(pr) == 1
+    assert world.gate(pr) == 1  # the failure is commented once per head SHA
+    comments = world.emu.state.comments[pr]
+    assert len(comments) == 1 and "`pinbump/gpu-gate/multi-gpu`" in comments[0]["body"]
+    assert "https://ci.example.invalid/job/1" in comments[0]["body"]
+    world.status(sha, REQUIRED[1], "success")  # re-run passed
+    assert world.gate(pr) == 0
+    assert world.emu.state.merges == [{"number": pr, "sha": sha, "method": "squash"}]
+    assert world.gate(pr) == 0
+    assert "is merged" in capsys.readouterr().err
+
+
+def test_a_push_after_a_green_gate_resets_it(world: World,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    result = last_json(capsys.readouterr().out)
+    for context in REQUIRED:
+        world.status(result["head_sha"], context, "success")
+    git(world.checkout, "fetch", "--quiet", "origin", result["branch"])
+    git(world.checkout, "checkout", "--quiet", "FETCH_HEAD")
+    (world.checkout / "NOTE.md").write_text("a human pushed\n")
+    git(world.checkout, "add", "-A")
+    git(world.checkout, "-c", "user.name=dev", "-c", "user.email=d@x.invalid", "commit",
+        "--quiet", "-m", "human")
+    git(world.checkout, "push", "--quiet", "origin", f"HEAD:{result['branch']}")
+    assert world.gate(result["pr"]) == 0
+    assert "pending on" in capsys.readouterr().err
+    assert world.emu.state.merges == []
+
+
+def test_secondary_rate_limit_and_502_are_retried(world: World,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    world.emu.inject(r"^POST .*/pulls$", 403, headers={"Retry-After": "1"},
+                     body={"message": "You have exceeded a secondary rate limit. Please wait a "
+                                      "few minutes before you try again.",
+                           "documentation_url": "https://docs.github.com/rest"})
+    world.emu.inject(r"^GET /repos/acme/serving$", 502)
+    assert world.run() == 0
+    assert last_json(capsys.readouterr().out)["action"] == "opened"
+    statuses = [s for m, p, s in world.emu.log if p.endswith("/pulls") and m == "POST"]
+    assert statuses == [403, 201]
+    assert ("GET", "/repos/acme/serving", 502) in world.emu.log
+
+
+def test_missing_token_fails_before_any_change(world: World, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("GITHUB_TOKEN")
+    assert world.run() == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pinbump: error: $GITHUB_TOKEN is not set") and err.count("\n") == 1
+    assert world.emu.log == []
+    assert git(world.bare, "branch", "--list") == "main" or "pinbump" not in git(
+        world.bare, "branch", "--list")
+
+
+def test_token_never_leaks(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run("--print-body") == 0
+    captured = capsys.readouterr()
+    assert TOKEN not in captured.out + captured.err
+    assert any(h.get("Authorization") == f"token {TOKEN}" for h in world.emu.request_headers)
+    for path in [*world.checkout.rglob("*"), *world.bare.rglob("*"), *world.cache.rglob("*")]:
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
+    assert TOKEN not in git(world.checkout, "config", "--list")
+    assert world.gate(999) == 2  # an API error on the way out: reported without the token
+    err = capsys.readouterr().err
+    assert err.startswith("pinbump: error: GitHub reading PR #999 failed: HTTP 404")
+    assert TOKEN not in err
