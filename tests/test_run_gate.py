@@ -59,13 +59,14 @@ def git(cwd: Path, *args: str) -> str:
 
 
 class World:
-    def __init__(self, tmp: Path, pypi: PypiServer) -> None:
+    def __init__(self, tmp: Path, pypi: PypiServer, files: dict[str, str] | None = None
+                 ) -> None:
         self.pypi = pypi
         self.bare = tmp / "remote.git"
         git(tmp, "init", "--quiet", "--bare", "-b", "main", str(self.bare))
         self.checkout = tmp / "checkout"
         git(tmp, "clone", "--quiet", str(self.bare), str(self.checkout))
-        for rel, text in {**TREE, "python/sglang/srt/layers/fp4.py": CALLER,
+        for rel, text in {**(files or TREE), "python/sglang/srt/layers/fp4.py": CALLER,
                           "pinbump.toml": CONFIG}.items():
             (self.checkout / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.checkout / rel).write_text(text)
@@ -250,3 +251,59 @@ def test_token_never_leaks(world: World, capsys: pytest.CaptureFixture[str]) -> 
     err = capsys.readouterr().err
     assert err.startswith("pinbump: error: GitHub reading PR #999 failed: HTTP 404")
     assert TOKEN not in err
+
+
+def test_nothing_to_bump_says_so(tmp_path: Path, pypi: PypiServer,
+                                 monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    publish(pypi, "0.6.11", FP4_NEW, WS_NEW)
+    pypi.add("nvidia-cutlass-dsl", "4.5.0", uploaded=OLD)
+    pypi.add("quack-kernels", "0.3.0", uploaded=OLD)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    current = {k: v.replace("0.6.8.post1", "0.6.11").replace("4.4.2", "4.5.0")
+               for k, v in TREE.items()}
+    w = World(tmp_path, pypi, current)
+    try:
+        assert w.run() == 0
+        captured = capsys.readouterr()
+        assert "pinbump: nothing to bump: flashinfer-python 0.6.11 is the newest" in captured.err
+        assert last_json(captured.out)["action"] == "nothing"
+        assert [i for i in w.emu.state.items.values() if i["pr"]] == []
+        [dash] = w.emu.state.items.values()
+        assert "**Up to date**" in dash["body"]
+        writes = len(w.emu.writes())
+        assert w.run() == 0
+        assert len(w.emu.writes()) == writes
+        assert "pinbump" not in git(w.bare, "branch", "--list")
+    finally:
+        w.close()
+    assert w.emu.violations == []
+
+
+def test_dry_run_pushes_and_writes_nothing(world: World, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("GITHUB_TOKEN")  # a dry run needs no token
+    assert world.run("--dry-run") == 0
+    captured = capsys.readouterr()
+    assert "### API drift: `flashinfer-python` 0.6.8.post1 → 0.6.11" in captured.out
+    assert "dry run: would push pinbump/flashinfer-0.6.11" in captured.err
+    assert world.emu.log == []
+    assert "pinbump" not in git(world.bare, "branch", "--list")
+    assert git(world.checkout, "status", "--porcelain") == ""
+    assert "pinbump" not in git(world.checkout, "worktree", "list")
+
+
+def test_primary_rate_limit_waits_for_the_reset(world: World,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    reset = int(time.time()) + 2
+    world.emu.inject(r"^GET /repos/acme/serving/pulls$", 403, headers={
+        "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)},
+        body={"message": "API rate limit exceeded for installation.",
+              "documentation_url": "https://docs.github.com/rest"})
+    assert world.run() == 0
+    assert time.time() >= reset - 0.25  # it waited for x-ratelimit-reset
+    assert last_json(capsys.readouterr().out)["action"] == "opened"
+    assert [s for m, p, s in world.emu.log if m == "GET" and p.endswith("/pulls")][:2] == \
+        [403, 200]
