@@ -14,6 +14,7 @@ import json
 import re
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -132,6 +133,7 @@ class GitHubEmulator(ThreadingHTTPServer):
         self.lock = threading.RLock()
         self.violations: list[str] = []
         self.log: list[tuple[str, str, int]] = []  # method, path, status
+        self.stamps: list[float] = []  # when each logged request was answered
         self.faults: list[Fault] = []
         self.request_headers: list[dict[str, str]] = []
 
@@ -239,6 +241,7 @@ class _Handler(BaseHTTPRequestHandler):
                 srv.violations.append(f"emulator crashed on {method} {path}: {exc!r}")
                 status, payload, headers = 500, {"message": "emulator error"}, {}
             srv.log.append((method, path, status))
+            srv.stamps.append(time.monotonic())
         body = b"" if payload is None else json.dumps(payload).encode()
         self._validate(method, path, parts.query, raw, status, body)
         self.send_response(status)
