@@ -100,6 +100,7 @@ class Fault:
     times: int
     headers: dict[str, str] = field(default_factory=dict)
     body: dict[str, Any] = field(default_factory=dict)
+    reset_in: float | None = None  # primary rate limit: X-RateLimit-Reset this far ahead
 
 
 @dataclass
@@ -247,10 +248,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-RateLimit-Limit", "5000")
-        self.send_header("X-RateLimit-Remaining", "4999")
-        self.send_header("X-RateLimit-Reset", "4102444800")
-        for key, value in headers.items():
+        defaults = {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999",
+                    "X-RateLimit-Reset": "4102444800"}
+        for key, value in {**defaults, **headers}.items():
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(body)
@@ -288,7 +288,11 @@ class _Handler(BaseHTTPRequestHandler):
         for fault in srv.faults:
             if fault.times > 0 and re.search(fault.pattern, key):
                 fault.times -= 1
-                return fault.status, fault.body or {"message": "injected"}, fault.headers
+                headers = dict(fault.headers)
+                if fault.reset_in is not None:
+                    headers.update({"X-RateLimit-Remaining": "0",
+                                    "X-RateLimit-Reset": str(int(time.time() + fault.reset_in))})
+                return fault.status, fault.body or {"message": "injected"}, headers
         auth = self.headers.get("Authorization", "")
         if auth not in (f"token {srv.token}", f"Bearer {srv.token}"):
             return 401, {"message": "Bad credentials",
