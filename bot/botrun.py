@@ -34,6 +34,8 @@ from bot.prbody import (
 from bot.tree import read_tree
 from bot.writer import write_all
 
+GATE_INPUTS = ("pr", "sha")  # the inputs of the gate workflow's workflow_dispatch
+
 
 @dataclass(frozen=True)
 class GitHubOptions:
@@ -135,7 +137,8 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
         result.superseded.append(old.number)
         say(f"closed #{old.number} ({old.head_ref}): superseded by #{mine.number}")
     if pushed or result.action == "opened":
-        github.dispatch(policy.gate_workflow, base, {"pr": str(mine.number), "sha": head_sha})
+        github.dispatch(policy.gate_workflow, base,
+                        dict(zip(GATE_INPUTS, (str(mine.number), head_sha), strict=True)))
         result.dispatched = True
         say(f"dispatched {policy.gate_workflow} for #{mine.number} at {head_sha[:12]}")
     current = github.pull(mine.number)

@@ -86,6 +86,39 @@ def build_parser() -> argparse.ArgumentParser:
                          help="target checkout, for its pinbump config (default: .)")
     pr_gate.set_defaults(handler=cmd_gate)
 
+    pins = sub.add_parser("pins", help="print where the group is pinned, or one package's "
+                                        "pinned version")
+    pins.add_argument("--repo", type=Path, default=Path("."))
+    pins.add_argument("--group", help="group (default: the config's)")
+    pins.add_argument("--package", help="print only this package's pinned version")
+    pins.add_argument("--file", default="", metavar="PATH",
+                      help="only pins in this file, relative to --repo (empty: all files)")
+    pins.add_argument("--json", action="store_true")
+    pins.set_defaults(handler=cmd_pins)
+
+    status = sub.add_parser("status", help="set a commit status (used by the GPU jobs)")
+    add_github_options(status)
+    status.add_argument("--sha", required=True)
+    status.add_argument("--context", required=True)
+    status.add_argument("--state", required=True,
+                        choices=["pending", "success", "failure", "error"])
+    status.add_argument("--target-url", default="")
+    status.add_argument("--description", default="")
+    status.set_defaults(handler=cmd_status)
+
+    install = sub.add_parser("install-workflows", help="write the bump and GPU-gate "
+                                                       "workflows into a target repository")
+    install.add_argument("--repo", type=Path, default=Path("."))
+    install.add_argument("--runner-labels", action="append", default=[], metavar="JOB=L1,L2",
+                         help="a GPU job and its runner labels (repeatable; default: the "
+                              "config's runner-labels)")
+    install.add_argument("--python", help="Python version the workflows set up")
+    install.add_argument("--pyproject", help="the pyproject whose pins the GPU gate installs")
+    install.add_argument("--pinbump-repository", help="OWNER/NAME of pinbump's source")
+    install.add_argument("--pinbump-ref", help="ref of pinbump's source (a tag or SHA)")
+    install.add_argument("--dry-run", action="store_true", help="print, write nothing")
+    install.set_defaults(handler=cmd_install_workflows)
+
     gate = sub.add_parser("gpu-gate", help="run gpu_tests/ against two FlashInfer installs "
                                             "and time them old-vs-new on this GPU")
     gate.add_argument("--baseline", type=Path, required=True, metavar="SITE_DIR",
@@ -172,6 +205,65 @@ def cmd_gate(args: argparse.Namespace) -> int:
     gh_opts = _github_options(args)
     _, policy = load_target(PlanOptions(repo=args.repo))
     return run_pr_gate(gh_opts, args.pr, policy, out=sys.stderr).exit_code
+
+
+def cmd_pins(args: argparse.Namespace) -> int:
+    import json
+
+    from bot.app import PlanOptions, load_target
+
+    target, policy = load_target(PlanOptions(repo=args.repo, group=args.group))
+    group = policy.active_group
+    if args.file:
+        target.pins = [p for p in target.pins if p.file == Path(args.file).as_posix()]
+    if args.package:
+        from packaging.utils import canonicalize_name
+
+        name = canonicalize_name(args.package)
+        versions = sorted({str(p.current) for p in target.pins_of(name) if p.current})
+        if len(versions) != 1:
+            found = ", ".join(versions) or "no pinned version"
+            raise InputError(f"{name}: expected one pinned version under {args.repo}, found "
+                             f"{found}")
+        print(versions[0])
+        return 0
+    rows = [{"package": p.package, "requirement": p.requirement, "file": p.file,
+             "line": p.line, "section": p.section}
+            for name in group.members for p in target.pins_of(name)]
+    if args.json:
+        print(json.dumps({"group": group.name, "pins": rows}, indent=2))
+    else:
+        for r in rows:
+            print(f"{r['file']}:{r['line']}: {r['requirement']}  [{r['section']}]")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    gh_opts = _github_options(args)
+    client = gh_opts.client(gh_opts.token() or "")
+    client.set_status(args.sha, args.context, args.state, args.target_url, args.description)
+    print(f"pinbump: {args.context} = {args.state} on {args.sha[:12]}", file=sys.stderr)
+    return 0
+
+
+def cmd_install_workflows(args: argparse.Namespace) -> int:
+    from bot.app import PlanOptions, load_target
+    from bot.workflows import WorkflowSettings, install, parse_runner_labels
+
+    _, policy = load_target(PlanOptions(repo=args.repo))
+    runners = parse_runner_labels(args.runner_labels) if args.runner_labels else \
+        dict(policy.runner_labels)
+    settings = WorkflowSettings(runners=runners, python=args.python,
+                                pyproject=args.pyproject, lead=policy.active_group.lead,
+                                repository=args.pinbump_repository, ref=args.pinbump_ref)
+    for path, changed in install(args.repo, settings, dry_run=args.dry_run):
+        verb = "would write" if args.dry_run else "wrote"
+        print(f"pinbump: {verb if changed else 'unchanged'} {path}", file=sys.stderr)
+    if dict(runners) != dict(policy.runner_labels):
+        jobs = ", ".join(f'{j} = {list(v)}' for j, v in runners.items())
+        print("pinbump: note: `pinbump gate` requires one status per GPU job; add these jobs "
+              f"to [tool.pinbump.runner-labels] too: {jobs}", file=sys.stderr)
+    return 0
 
 
 @contextmanager

@@ -206,3 +206,12 @@ class GitHub:
             state = {"success": "success", "pending": "pending"}.get(status["state"], "failure")
             out.append(Check(status["context"], state, status.get("target_url") or "", sha))
         return out
+
+    def set_status(self, sha: str, context: str, state: str, target_url: str = "",
+                   description: str = "") -> None:
+        body = {"state": state, "context": context, "description": description[:140]}
+        if target_url:
+            body["target_url"] = target_url
+        self._call(f"setting status {context} on {sha[:12]}",
+                   self._gh.requester.requestJsonAndCheck, "POST",
+                   f"/repos/{self._repo_name}/statuses/{sha}", input=body)

@@ -1,0 +1,191 @@
+"""The shipped workflows and the project's own CI: actionlint, zizmor, our conventions, and
+every pinbump invocation parsed by the real command-line parser."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.botrun import GATE_INPUTS
+from bot.cli import build_parser, main
+from bot.config import Policy
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted((ROOT / "workflows").glob("*.yml"))
+OWN = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+BIN = Path(sys.executable).parent
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name, path=f"{BIN}:{shutil.os.environ.get('PATH', '')}")
+    assert found, f"{name} is not installed (it comes with the test extras)"
+    return found
+
+
+def load(path: Path) -> dict:
+    doc = yaml.safe_load(path.read_text())
+    doc["on"] = doc.pop(True, doc.get("on"))  # YAML 1.1 reads the key `on` as True
+    return doc
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    repo = tmp_path_factory.mktemp("target")
+    assert main(["install-workflows", "--repo", str(repo), "--runner-labels",
+                 "h100=self-hosted,linux,gpu,h100", "--runner-labels",
+                 "b200x8=self-hosted,linux,gpu,b200,multi-gpu", "--python", "3.11",
+                 "--pyproject", "python/pyproject.toml", "--pinbump-ref", "v0.1.0"]) == 0
+    return sorted((repo / ".github" / "workflows").glob("*.yml"))
+
+
+def test_there_are_workflows(installed: list[Path]) -> None:
+    assert [p.name for p in SHIPPED] == ["pinbump-bump.yml", "pinbump-gpu-gate.yml"]
+    assert [p.name for p in OWN] == ["ci.yml"]
+    assert [p.name for p in installed] == ["pinbump-bump.yml", "pinbump-gpu-gate.yml"]
+
+
+def test_actionlint_reports_nothing(installed: list[Path]) -> None:
+    files = [str(p) for p in (*SHIPPED, *OWN, *installed)]
+    env = {**shutil.os.environ, "PATH": f"{BIN}:{shutil.os.environ.get('PATH', '')}"}
+    proc = subprocess.run([tool("actionlint"), "-no-color", *files], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert shutil.which("shellcheck", path=env["PATH"]), "shellcheck checks the run: scripts"
+
+
+def test_zizmor_reports_nothing_at_medium_or_above(installed: list[Path]) -> None:
+    files = [str(p) for p in (*SHIPPED, *OWN, *installed)]
+    proc = subprocess.run([tool("zizmor"), "--offline", "--min-severity", "medium",
+                           "--format", "plain", *files], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No findings to report" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("path", [*SHIPPED, *OWN], ids=lambda p: p.name)
+def test_conventions(path: Path) -> None:
+    text = path.read_text()
+    doc = load(path)
+    assert doc["permissions"] == {}, "permissions: {} at the top; grants per job"
+    assert "pull_request_target" not in doc["on"]
+    for name, job in doc["jobs"].items():
+        assert isinstance(job.get("timeout-minutes"), int), f"{name}: timeout-minutes"
+        assert "permissions" in job, f"{name}: job-level permissions"
+        for step in job.get("steps", []):
+            uses = step.get("uses")
+            if uses:
+                assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", uses), uses
+                assert re.search(re.escape(uses) + r" # v\d+\.\d+\.\d+", text), \
+                    f"{uses}: pinned SHA with its version in a comment"
+            if uses and uses.startswith("actions/checkout@"):
+                assert step["with"]["persist-credentials"] is False
+            assert "${{ github.event" not in str(step.get("run", "")), \
+                "no expressions inside scripts (template injection): pass them through env"
+
+
+SAMPLES = {"state": "success", "PR": "7"}  # shell variables whose values must parse
+
+
+def _sample(m: re.Match[str]) -> str:
+    return SAMPLES.get(m.group(1), "X")
+
+
+def _invocations(doc: dict) -> list[list[str]]:
+    calls = []
+    for job in doc["jobs"].values():
+        for step in job.get("steps", []):
+            script = re.sub(r"\\\n\s*", " ", str(step.get("run", "")))
+            for part in re.split(r"[\n;]|\$\(|&&|\|\|", script):
+                part = part.strip().rstrip(")")
+                if part.startswith("pinbump "):
+                    cmd = re.sub(r">>.*$", "", part)
+                    words = shlex.split(cmd)[1:]
+                    calls.append([re.sub(r"\$\{?(\w+)\}?", _sample, w) for w in words])
+    return calls
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_pinbump_call_uses_real_subcommands_and_flags(path: Path) -> None:
+    calls = _invocations(load(path))
+    assert calls, "the workflow runs pinbump"
+    parser = build_parser()
+    for argv in calls:
+        try:
+            parser.parse_args(argv)
+        except SystemExit as exc:  # argparse rejects an unknown subcommand or flag
+            pytest.fail(f"{path.name}: `pinbump {' '.join(argv)}` does not parse ({exc})")
+
+
+def test_gate_inputs_match_what_pinbump_run_dispatches() -> None:
+    gate = load(ROOT / "workflows" / "pinbump-gpu-gate.yml")
+    declared = gate["on"]["workflow_dispatch"]["inputs"]
+    assert tuple(declared) == GATE_INPUTS
+    assert Path(Policy().gate_workflow).name == "pinbump-gpu-gate.yml"
+    for path in SHIPPED:
+        used = set(re.findall(r"inputs\.(\w+)", path.read_text()))
+        inputs = (load(path)["on"].get("workflow_dispatch") or {}).get("inputs") or {}
+        assert used <= set(inputs), (path.name, used - set(inputs))
+
+
+def test_gpu_jobs_never_run_fork_code() -> None:
+    gate = load(ROOT / "workflows" / "pinbump-gpu-gate.yml")
+    gpu = gate["jobs"]["gpu"]
+    condition = " ".join(gpu["if"].split())
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in condition
+    assert "startsWith(github.event.pull_request.head.ref, 'pinbump/')" in condition
+    assert "contains(github.event.pull_request.labels.*.name, 'gpu-gate')" in condition
+    assert gpu["permissions"] == {"contents": "read", "statuses": "write"}
+    assert "self-hosted" in gpu["strategy"]["matrix"]["include"][0]["labels"]
+
+
+def test_required_statuses_are_the_gpu_jobs() -> None:
+    gate = load(ROOT / "workflows" / "pinbump-gpu-gate.yml")
+    jobs = [row["job"] for row in gate["jobs"]["gpu"]["strategy"]["matrix"]["include"]]
+    assert list(Policy().runner_labels) == jobs
+    assert gate["jobs"]["gpu"]["env"]["CONTEXT"] == "pinbump/gpu-gate/${{ matrix.job }}"
+    assert Policy().checks_required == tuple(f"pinbump/gpu-gate/{j}" for j in jobs)
+
+
+def test_install_writes_settings_and_is_idempotent(installed: list[Path],
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    gate = load(installed[1])
+    rows = gate["jobs"]["gpu"]["strategy"]["matrix"]["include"]
+    assert rows == [{"job": "h100", "labels": ["self-hosted", "linux", "gpu", "h100"]},
+                    {"job": "b200x8", "labels": ["self-hosted", "linux", "gpu", "b200",
+                                                 "multi-gpu"]}]
+    assert gate["env"]["PYTHON_VERSION"] == "3.11"
+    assert gate["env"]["PYPROJECT"] == "python/pyproject.toml"
+    assert gate["env"]["PINBUMP_REF"] == "v0.1.0"
+    repo = installed[0].parents[2]
+    before = [p.stat().st_mtime_ns for p in installed]
+    assert main(["install-workflows", "--repo", str(repo), "--runner-labels",
+                 "h100=self-hosted,linux,gpu,h100", "--runner-labels",
+                 "b200x8=self-hosted,linux,gpu,b200,multi-gpu", "--python", "3.11",
+                 "--pyproject", "python/pyproject.toml", "--pinbump-ref", "v0.1.0"]) == 0
+    assert [p.stat().st_mtime_ns for p in installed] == before
+    err = capsys.readouterr().err
+    assert "unchanged .github/workflows/pinbump-gpu-gate.yml" in err
+    assert "add these jobs to [tool.pinbump.runner-labels]" in err
+
+
+def test_bad_runner_labels_are_rejected(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                        ) -> None:
+    assert main(["install-workflows", "--repo", str(tmp_path), "--runner-labels",
+                 "H100=gpu"]) == 2
+    assert "expected JOB=LABEL" in capsys.readouterr().err
+    assert not (tmp_path / ".github").exists()
+
+
+def test_project_ci_runs_the_ci_script() -> None:
+    ci = load(ROOT / ".github" / "workflows" / "ci.yml")
+    steps = ci["jobs"]["test"]["steps"]
+    assert steps[-1]["run"] == "bash .ci/run"
+    versions = ci["jobs"]["test"]["strategy"]["matrix"]["python"]
+    assert versions[0] == "3.10"  # requires-python >= 3.10
