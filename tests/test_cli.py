@@ -53,3 +53,17 @@ def test_invalid_config_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["plan", "--repo", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith(
         "pinbump: error: pinbump.toml: unknown key 'min_release_age'")
+
+
+def test_pins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_target(tmp_path)
+    assert main(["pins", "--repo", str(tmp_path), "--package", "flashinfer_python"]) == 0
+    assert capsys.readouterr().out == "0.6.8.post1\n"
+    assert main(["pins", "--repo", str(tmp_path)]) == 0
+    assert "python/pyproject.toml:7: flashinfer_python==0.6.8.post1" in capsys.readouterr().out
+    (tmp_path / "requirements.txt").write_text("flashinfer-python==0.6.7\n")
+    assert main(["pins", "--repo", str(tmp_path), "--package", "flashinfer-python"]) == 2
+    assert "expected one pinned version" in capsys.readouterr().err
+    assert main(["pins", "--repo", str(tmp_path), "--package", "flashinfer-python", "--file",
+                 "requirements.txt"]) == 0
+    assert capsys.readouterr().out == "0.6.7\n"

@@ -305,3 +305,15 @@ def test_primary_rate_limit_waits_for_the_reset(world: World,
     assert [world.emu.log[i][2] for i in pulls[:2]] == [403, 200]
     waited = world.emu.stamps[pulls[1]] - world.emu.stamps[pulls[0]]
     assert waited >= 1.5, waited  # held back until x-ratelimit-reset, not retried at once
+
+
+def test_status_command_sets_a_commit_status(world: World,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    sha = git(world.bare, "rev-parse", "main")
+    assert main(["status", "--github-repo", "acme/serving", "--api-url", world.emu.url,
+                 "--write-interval", "0", "--sha", sha, "--context", "pinbump/gpu-gate/sm90",
+                 "--state", "failure", "--target-url", "https://ci.example.invalid/run/9",
+                 "--description", "gpu_tests: failure"]) == 0
+    [status] = world.emu.state.statuses
+    assert (status["sha"], status["context"], status["obj"]["state"]) == (
+        sha, "pinbump/gpu-gate/sm90", "failure")
