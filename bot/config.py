@@ -212,6 +212,9 @@ def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None)
             values = _expect(where, f"{prefix}{key}", raw[key], list, "an array of strings")
             for value in values:
                 _expect(where, f"{prefix}{key}", value, str, "an array of strings")
+            if key == "required-checks" and not values:
+                raise ConfigError(f"{where}: key '{prefix}required-checks' is empty: a gate "
+                                  "that requires nothing would merge anything")
             updates[attr] = tuple(values)
     if "gate-workflow" in raw:
         updates["gate_workflow"] = _expect(where, f"{prefix}gate-workflow",

@@ -50,6 +50,10 @@ def test_full_config_is_read() -> None:
     ({"allow-prereleases": "yes"}, "pinbump.toml",
      "key 'allow-prereleases' must be an array of package names"),
     ({"min-release-age": True}, "pinbump.toml", "key 'min-release-age' must be a number"),
+    ({"required-checks": []}, "pinbump.toml", "key 'required-checks' is empty"),
+    ({"merge-method": "fast-forward"}, "pinbump.toml", "key 'merge-method' must be one of"),
+    ({"runner-labels": {"GPU": ["x"]}}, "pinbump.toml", "key 'runner-labels.GPU': job names"),
+    ({"reviewers": "alice"}, "pinbump.toml", "key 'reviewers' must be an array of strings"),
 ])
 def test_invalid_config_names_the_key(raw: dict[str, object], where: str, message: str) -> None:
     with pytest.raises(ConfigError) as err:
