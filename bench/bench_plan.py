@@ -24,12 +24,23 @@ from servers import pypiserver  # noqa: E402
 from targets import write_target  # noqa: E402
 
 
-def timed_plan(opts: PlanOptions) -> tuple[float, int, int, str]:
+def timed_plan(opts: PlanOptions) -> Timing:
     with HttpClient(opts.cache) as http:
         start = time.perf_counter()
         with planned(opts, http=http) as done:
             elapsed = time.perf_counter() - start
             return elapsed, http.stats.requests, http.stats.bytes_received, done.plan.lead_target
+
+
+Timing = tuple[float, int, int, str]  # seconds, requests, bytes, chosen lead version
+
+
+def summary(label: str, cold: Timing, warm: list[Timing]) -> str:
+    times = [w[0] for w in warm]
+    return (f"{label}: cold {cold[0]:.3f} s ({cold[1]} requests, {cold[2] / 1e6:.2f} MB), "
+            f"warm median {statistics.median(times):.3f} s (min {min(times):.3f}, max "
+            f"{max(times):.3f}; {warm[0][1]} requests, {warm[0][2] / 1e6:.3f} MB); chose "
+            f"flashinfer-python {cold[3]}")
 
 
 def local(versions: int, repeats: int) -> None:
@@ -53,12 +64,7 @@ def local(versions: int, repeats: int) -> None:
             opts = PlanOptions(repo=repo, index_url=pypi.url, cache_dir=cache)
             cold = timed_plan(opts)
             warm = [timed_plan(opts) for _ in range(repeats)]
-    print(f"local {versions} versions/package: cold {cold[0]:.3f} s ({cold[1]} requests, "
-          f"{cold[2] / 1e6:.2f} MB), warm median {statistics.median(w[0] for w in warm):.3f} s "
-          f"(min {min(w[0] for w in warm):.3f}, max {max(w[0] for w in warm):.3f}; "
-          f"{warm[0][1]} requests, {warm[0][2] / 1e6:.2f} MB); chose flashinfer-python "
-          f"{cold[3]}")
-
+    print(summary(f"local {versions} versions/package", cold, warm))
 
 def live(repeats: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,12 +72,7 @@ def live(repeats: int) -> None:
                            cache_dir=Path(tmp) / "cache")
         cold = timed_plan(opts)
         warm = [timed_plan(opts) for _ in range(repeats)]
-    print(f"live pypi.org examples/sglang --as-of 2026-11-28: cold {cold[0]:.3f} s "
-          f"({cold[1]} requests, {cold[2] / 1e6:.2f} MB), warm median "
-          f"{statistics.median(w[0] for w in warm):.3f} s (min {min(w[0] for w in warm):.3f}, "
-          f"max {max(w[0] for w in warm):.3f}; {warm[0][1]} requests, "
-          f"{warm[0][2] / 1e6:.3f} MB); chose flashinfer-python {cold[3]}")
-
+    print(summary("live pypi.org examples/sglang --as-of 2026-11-28", cold, warm))
 
 def main() -> None:
     parser = argparse.ArgumentParser()

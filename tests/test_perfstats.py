@@ -22,22 +22,22 @@ def samples(rng: random.Random, median: float, n: int = 30, noise: float = 0.03
     return out
 
 
-def test_planted_ten_percent_slowdown_is_flagged() -> None:
+def regressions(slowdown: float, seed: int, trials: int = 20) -> int:
+    """How many of ``trials`` comparisons flag a regression for a planted ``slowdown``."""
     flagged = 0
-    for trial in range(20):
-        rng = random.Random(1000 + trial)
-        base, cand = samples(rng, 1.0), samples(rng, 1.10)
+    for trial in range(trials):
+        rng = random.Random(seed + trial)
+        base, cand = samples(rng, 1.0), samples(rng, 1.0 + slowdown)
         flagged += compare("k", base, cand, threshold=0.05, seed=trial).verdict == "regression"
-    assert flagged >= 19, flagged
+    return flagged
+
+
+def test_planted_ten_percent_slowdown_is_flagged() -> None:
+    assert regressions(0.10, seed=1000) >= 19
 
 
 def test_a_a_comparison_is_not_flagged() -> None:
-    flagged = 0
-    for trial in range(20):
-        rng = random.Random(2000 + trial)
-        base, cand = samples(rng, 1.0), samples(rng, 1.0)
-        flagged += compare("k", base, cand, threshold=0.05, seed=trial).verdict == "regression"
-    assert flagged <= 1, flagged
+    assert regressions(0.0, seed=2000) <= 1
 
 
 def test_improvement_and_interval() -> None:
