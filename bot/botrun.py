@@ -7,9 +7,11 @@ made by the pure modules; git and GitHub are reached through their adapters.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
@@ -80,10 +82,39 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
     say = _say(out)
     token = gh_opts.token(needed=not dry_run)
     root = plan_opts.repo
-    git = Git(root, token)
-    if git.run("rev-parse", "--is-inside-work-tree", check=False) != "true":
+    if Git(root).run("rev-parse", "--is-inside-work-tree", check=False) != "true":
         raise InputError(f"{root}: not a git checkout (pinbump run commits and pushes)")
+    git = Git(root, token, host=_remote_host(Git(root), remote))
     git.run("fetch", "--quiet", remote, f"+refs/heads/{base}:refs/remotes/{remote}/{base}")
+    with base_worktree(git, f"{remote}/{base}") as worktree:
+        return _run_on(worktree, git, replace(plan_opts, repo=worktree), gh_opts, token, base,
+                       dry_run, remote, say)
+
+
+def _remote_host(git: Git, remote: str) -> str:
+    """The host the push goes to (github.com, or a GitHub Enterprise host)."""
+    url = git.run("remote", "get-url", remote, check=False)
+    match = re.match(r"https?://(?:[^@/]+@)?([^/:]+)", url)
+    return match.group(1) if match else "github.com"
+
+
+@contextmanager
+def base_worktree(git: Git, ref: str) -> Iterator[Path]:
+    """A throw-away worktree of ``ref``: the bump is made against the remote base, never
+    against whatever the local checkout holds."""
+    tmp = Path(tempfile.mkdtemp(prefix="pinbump-"))
+    worktree = tmp / "tree"
+    git.run("worktree", "add", "--quiet", "--detach", str(worktree), ref)
+    try:
+        yield worktree
+    finally:
+        git.run("worktree", "remove", "--force", str(worktree), check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run_on(worktree: Path, git: Git, plan_opts: PlanOptions, gh_opts: GitHubOptions,
+            token: str | None, base: str, dry_run: bool, remote: str,
+            say: Callable[[str], None]) -> RunResult:
     with planned(plan_opts) as done:
         plan, policy = done.plan, done.policy
     github = None if dry_run else gh_opts.client(token or "")
@@ -100,8 +131,9 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
         return result
     branch = f"{prefix}{plan.lead_target}"
     result = RunResult(action="dry-run" if dry_run else "unchanged", branch=branch)
-    body, head_sha, pushed = _prepare_branch(git, plan, policy, plan_opts, base, branch, remote,
-                                             dry_run, say)
+    body, head_sha, pushed = _prepare_branch(git, Git(worktree, token, git.host), plan,
+                                             policy, plan_opts, base, branch, remote, dry_run,
+                                             say)
     result.body, result.head_sha, result.pushed = body, head_sha, pushed
     if github is None:
         say(f"dry run: would push {branch} and open or update its PR; nothing was changed")
@@ -146,47 +178,38 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
     return result
 
 
-def _prepare_branch(git: Git, plan: Plan, policy: Policy, plan_opts: PlanOptions, base: str,
-                    branch: str, remote: str, dry_run: bool, say: Callable[[str], None]
-                    ) -> tuple[str, str, bool]:
-    """Apply the plan on a fresh worktree of the base, commit, push when the tree differs.
+def _prepare_branch(git: Git, wt: Git, plan: Plan, policy: Policy, plan_opts: PlanOptions,
+                    base: str, branch: str, remote: str, dry_run: bool,
+                    say: Callable[[str], None]) -> tuple[str, str, bool]:
+    """Apply the plan in the base worktree, commit, push when the tree differs.
 
     Returns (PR body, head SHA, whether a new commit was pushed)."""
-    tmp = Path(tempfile.mkdtemp(prefix="pinbump-"))
-    worktree = tmp / "tree"
-    git.run("worktree", "add", "--quiet", "--detach", str(worktree), f"{remote}/{base}")
+    tree = read_tree(wt.cwd)
+    edits, notes = compute_edits(plan, policy, tree.text)
+    write_all(wt.cwd, {f.path: f.new.encode("utf-8") for f in edits.files}, tree.raw)
+    drift: DriftReport | None = None
     try:
-        wt = Git(worktree, git._token)
-        tree = read_tree(worktree)
-        edits, notes = compute_edits(plan, policy, tree.text)
-        write_all(worktree, {f.path: f.new.encode("utf-8") for f in edits.files}, tree.raw)
-        drift: DriftReport | None = None
-        try:
-            drift = run_drift(replace(plan_opts, repo=worktree), plan.lead_current,
-                              plan.lead_target).report
-        except PinbumpError as exc:
-            notes = [*notes, f"API drift could not be computed: {exc}"]
-        gate = GateInfo(policy.gate_workflow, policy.runner_labels, policy.checks_required)
-        body = pr_body(plan, edits, drift, gate, notes)
-        wt.run("add", "-A")
-        wt.run("commit", "--quiet", "--no-verify", "-m", _message(plan))
-        new_tree = wt.run("rev-parse", "HEAD^{tree}")
-        remote_sha = git.remote_head(remote, branch)
-        if remote_sha:
-            git.run("fetch", "--quiet", remote, f"+refs/heads/{branch}:refs/pinbump/{branch}")
-            if git.run("rev-parse", f"{remote_sha}^{{tree}}") == new_tree and \
-                    git.run("rev-parse", f"{remote_sha}^") == git.rev(f"{remote}/{base}"):
-                return body, remote_sha, False
-        head = wt.run("rev-parse", "HEAD")
-        if dry_run:
-            return body, head, False
-        wt.run("push", "--quiet", f"--force-with-lease=refs/heads/{branch}:{remote_sha or ''}",
-               remote, f"HEAD:refs/heads/{branch}")
-        say(f"pushed {branch} at {head[:12]}")
-        return body, head, True
-    finally:
-        git.run("worktree", "remove", "--force", str(worktree), check=False)
-        shutil.rmtree(tmp, ignore_errors=True)
+        drift = run_drift(plan_opts, plan.lead_current, plan.lead_target).report
+    except PinbumpError as exc:
+        notes = [*notes, f"API drift could not be computed: {exc}"]
+    gate = GateInfo(policy.gate_workflow, policy.runner_labels, policy.checks_required)
+    body = pr_body(plan, edits, drift, gate, notes)
+    wt.run("add", "-A")
+    wt.run("commit", "--quiet", "--no-verify", "-m", _message(plan))
+    new_tree = wt.run("rev-parse", "HEAD^{tree}")
+    remote_sha = git.remote_head(remote, branch)
+    if remote_sha:
+        git.run("fetch", "--quiet", remote, f"+refs/heads/{branch}:refs/pinbump/{branch}")
+        if git.run("rev-parse", f"{remote_sha}^{{tree}}") == new_tree and \
+                git.run("rev-parse", f"{remote_sha}^") == git.rev(f"{remote}/{base}"):
+            return body, remote_sha, False
+    head = wt.run("rev-parse", "HEAD")
+    if dry_run:
+        return body, head, False
+    wt.run("push", "--quiet", f"--force-with-lease=refs/heads/{branch}:{remote_sha or ''}",
+           remote, f"HEAD:refs/heads/{branch}")
+    say(f"pushed {branch} at {head[:12]}")
+    return body, head, True
 
 
 def _message(plan: Plan) -> str:

@@ -27,7 +27,7 @@ class Git:
     def __init__(self, cwd: Path, token: str | None = None, host: str = "github.com") -> None:
         self.cwd = cwd
         self._token = token
-        self._host = host
+        self.host = host
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -37,7 +37,7 @@ class Git:
         if self._token:
             basic = base64.b64encode(f"x-access-token:{self._token}".encode()).decode()
             env.update({"GIT_CONFIG_COUNT": "1",
-                        "GIT_CONFIG_KEY_0": f"http.https://{self._host}/.extraheader",
+                        "GIT_CONFIG_KEY_0": f"http.https://{self.host}/.extraheader",
                         "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}"})
         return env
 

@@ -317,3 +317,18 @@ def test_status_command_sets_a_commit_status(world: World,
     [status] = world.emu.state.statuses
     assert (status["sha"], status["context"], status["obj"]["state"]) == (
         sha, "pinbump/gpu-gate/sm90", "failure")
+
+
+def test_the_bump_is_made_against_the_remote_base(world: World,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Local edits in the checkout (uncommitted or unpushed) never leak into the bot branch."""
+    pyproject = world.checkout / "python" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('"requests",', '"requests==1.0",'))
+    (world.checkout / "scratch.txt").write_text("local only\n")
+    assert world.run() == 0
+    branch = last_json(capsys.readouterr().out)["branch"]
+    changed = git(world.bare, "diff", "--name-only", "main", branch).splitlines()
+    assert "scratch.txt" not in changed
+    assert '"requests",' in git(world.bare, "show", f"{branch}:python/pyproject.toml")
+    assert "requests==1.0" in pyproject.read_text()  # the checkout itself is left alone
+    assert "pinbump-" not in git(world.checkout, "worktree", "list")
