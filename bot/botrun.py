@@ -248,8 +248,16 @@ class GateResult:
     commented: bool = False
 
 
-def run_pr_gate(gh_opts: GitHubOptions, number: int, policy: Policy, *, out: IO[str]
-                ) -> GateResult:
+def read_summaries(reports: Path | None) -> list[tuple[str, str]]:
+    """(job, summary.md) for each downloaded gpu-gate-<job> artifact folder."""
+    if reports is None or not reports.is_dir():
+        return []
+    return [(path.parent.name, path.read_text(errors="replace"))
+            for path in sorted(reports.glob("*/summary.md"))]
+
+
+def run_pr_gate(gh_opts: GitHubOptions, number: int, policy: Policy, *, out: IO[str],
+                reports: Path | None = None) -> GateResult:
     say = _say(out)
     token = gh_opts.token() or ""
     github = gh_opts.client(token)
@@ -267,7 +275,8 @@ def run_pr_gate(gh_opts: GitHubOptions, number: int, policy: Policy, *, out: IO[
         mark = f"<!-- pinbump: gate-failed {pr.head_sha} -->"
         commented = False
         if not any(mark in c for c in github.comments(number)):
-            github.comment(number, failure_comment(pr.head_sha, decision))
+            github.comment(number, failure_comment(pr.head_sha, decision,
+                                                   read_summaries(reports)))
             commented = True
         names = ", ".join(c.name for c in decision.failing)
         say(f"gate failed on {pr.head_sha[:12]}: {names}; #{number} stays open")

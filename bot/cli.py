@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     pr_gate.add_argument("--pr", type=int, required=True, help="pull request number")
     pr_gate.add_argument("--repo", type=Path, default=Path("."),
                          help="target checkout, for its pinbump config (default: .)")
+    pr_gate.add_argument("--reports", type=Path, metavar="DIR",
+                         help="downloaded gpu-gate-<job> artifacts; their summaries go into "
+                              "the failure comment")
     pr_gate.set_defaults(handler=cmd_gate)
 
     pins = sub.add_parser("pins", help="print where the group is pinned, or one package's "
@@ -204,7 +207,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     gh_opts = _github_options(args)
     _, policy = load_target(PlanOptions(repo=args.repo))
-    return run_pr_gate(gh_opts, args.pr, policy, out=sys.stderr).exit_code
+    return run_pr_gate(gh_opts, args.pr, policy, out=sys.stderr,
+                       reports=args.reports).exit_code
 
 
 def cmd_pins(args: argparse.Namespace) -> int:

@@ -148,12 +148,18 @@ def decide(required: Sequence[str], checks: Sequence[Check]) -> GateDecision:
     return decision
 
 
-def failure_comment(sha: str, decision: GateDecision) -> str:
+def failure_comment(sha: str, decision: GateDecision,
+                    summaries: Sequence[tuple[str, str]] = ()) -> str:
+    """The one comment per failed head SHA; ``summaries`` are (job, summary.md) pairs."""
     lines = [f"<!-- pinbump: gate-failed {sha} -->",
              f"The GPU gate failed on `{sha[:12]}`; the PR stays open.", ""]
     lines += [f"- `{c.name}`: [details]({c.url})" if c.url else f"- `{c.name}`"
               for c in decision.failing]
-    return "\n".join(lines) + "\n"
+    budget = BODY_LIMIT // max(1, len(summaries)) - 200
+    for job, text in summaries:
+        text = text if len(text) <= budget else text[:budget] + "\n… (truncated)\n"
+        lines += ["", f"<details><summary>{job}</summary>", "", text.strip(), "", "</details>"]
+    return fit("\n".join(lines) + "\n")
 
 
 # -- the dashboard -------------------------------------------------------------------------

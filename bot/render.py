@@ -91,6 +91,11 @@ def drift_text(report: DriftReport, width: int = 140) -> str:
             table.add_row(*(escape(x) for x in (f.severity, f"{f.file}:{f.line}", f.function,
                                                 f.change, f.detail)))
         console.print(table)
+    if report.api_breakages:
+        console.print(escape(f"griffe: {len(report.api_breakages)} breaking change(s) in the "
+                             "public API, of which the target calls those above; first ones:"))
+        for line in report.api_breakages[:10]:
+            console.print(escape(f"  {line}"))
     return buf.getvalue()
 
 
@@ -105,7 +110,7 @@ def drift_markdown(report: DriftReport, limit: int = 50) -> str:
     if not report.findings:
         lines.append(f"No call site of the target is affected ({report.calls_scanned} calls "
                      f"checked in {report.files_scanned} files).")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + _breakages_md(report, limit)) + "\n"
     counts = {s: sum(f.severity == s for f in report.findings)
               for s in ("breaking", "unverifiable", "notice")}
     lines.append(", ".join(f"**{n} {s}**" if s == "breaking" and n else f"{n} {s}"
@@ -124,4 +129,17 @@ def drift_markdown(report: DriftReport, limit: int = 50) -> str:
         for function, old, new in sorted(changed)[:limit]:
             lines += [f"`{function}`", "```diff", f"- {old}", f"+ {new}", "```"]
         lines += ["</details>"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _breakages_md(report, limit)) + "\n"
+
+
+def _breakages_md(report: DriftReport, limit: int) -> list[str]:
+    """griffe's API-wide breaking changes, whether or not the target calls them."""
+    if not report.api_breakages:
+        return []
+    out = ["", f"<details><summary>griffe: {len(report.api_breakages)} breaking change(s) in "
+               f"the public API of {report.package} (the table lists those the target calls)"
+               "</summary>", ""]
+    out += [f"- {line}" for line in report.api_breakages[:limit]]
+    if len(report.api_breakages) > limit:
+        out.append(f"- … and {len(report.api_breakages) - limit} more")
+    return [*out, "", "</details>"]

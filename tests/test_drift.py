@@ -171,6 +171,9 @@ def test_drift_command_json_fix_and_cache(pypi: PypiServer, tmp_path: Path,
     md = capsys.readouterr().out
     assert md.startswith("### API drift: `kernelpkg` 1.0 → 2.0")
     assert "| breaking | `src/model.py:18` | `kernelpkg.rmsnorm` |" in md
+    # griffe's own finder, over the whole public API
+    assert "griffe: " in md and "breaking change(s) in the public API of kernelpkg" in md
+    assert "`launch(stream)`: *Parameter was added as required*" in md
 
 
 def test_drift_range_reads_and_bad_version(pypi: PypiServer, tmp_path: Path,
@@ -222,3 +225,18 @@ def test_flashinfer_0_6_8_post1_to_0_6_11(tmp_path: Path,
 ])
 def test_main_package(paths: list[str], dist: str, expected: str | None) -> None:
     assert main_package(paths, dist) == expected
+
+
+def test_sources_come_from_a_verified_download_without_range(static, tmp_path: Path) -> None:
+    """A static index served without Range support: the whole wheel, sha256 checked."""
+    from bot.app import PlanOptions, run_drift
+
+    static.add("kernelpkg", "1.0", files=V1, uploaded=OLD)
+    static.add("kernelpkg", "2.0", files=V2, uploaded=OLD)
+    static.publish()
+    repo = target_repo(tmp_path / "repo")
+    outcome = run_drift(PlanOptions(repo=repo, index_url=static.url, no_cache=True), "1.0",
+                        "2.0")
+    assert outcome.new is not None and outcome.new.how == "download"
+    assert {(f.line, f.severity) for f in outcome.report.findings} == \
+        {(e[0], e[2]) for e in EXPECTED}

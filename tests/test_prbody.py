@@ -99,3 +99,15 @@ def test_dashboard() -> None:
     quiet = Plan(group="flashinfer", lead="flashinfer-python", lead_current="0.6.13",
                  lead_target="0.6.13")
     assert "**Up to date** (`flashinfer-python` 0.6.13)" in dashboard_body(quiet, None, None)
+
+
+def test_failure_comment_carries_the_job_summaries() -> None:
+    d = decide(["a"], [Check("a", "failure", "", "f" * 40)])
+    text = failure_comment("f" * 40, d, [("gpu-gate-sm90", "| kernel | verdict |\n"
+                                          "| --- | --- |\n| rmsnorm | regression |\n"),
+                                         ("gpu-gate-multi", "x" * 100_000)])
+    # GitHub keeps <details>/<summary>; cmarkgfm drops raw HTML unless told otherwise
+    html = cmarkgfm.github_flavored_markdown_to_html(
+        text, options=cmarkgfm.cmark.Options.CMARK_OPT_UNSAFE)
+    assert "<summary>gpu-gate-sm90</summary>" in html and "<td>regression</td>" in html
+    assert "… (truncated)" in text and len(text) <= BODY_LIMIT + 100

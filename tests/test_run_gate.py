@@ -84,9 +84,10 @@ class World:
                      self.pypi.url, "--cache-dir",
                      str(self.cache), "--json", *extra])
 
-    def gate(self, pr: int) -> int:
+    def gate(self, pr: int, *extra: str) -> int:
         return main(["gate", "--github-repo", "acme/serving", "--api-url", self.emu.url,
-                     "--write-interval", "0", "--pr", str(pr), "--repo", str(self.checkout)])
+                     "--write-interval", "0", "--pr", str(pr), "--repo", str(self.checkout),
+                     *extra])
 
     def status(self, sha: str, context: str, state: str) -> None:
         import requests
@@ -183,11 +184,17 @@ def test_gate_pending_failed_passed_and_merged(world: World,
     assert "pending on" in capsys.readouterr().err
     world.status(sha, REQUIRED[0], "success")
     world.status(sha, REQUIRED[1], "failure")
-    assert world.gate(pr) == 1
+    reports = world.checkout.parent / "reports" / "gpu-gate-multi-gpu"
+    reports.mkdir(parents=True)
+    (reports / "summary.md").write_text("### GPU gate: flashinfer 0.6.8.post1 → 0.6.11: "
+                                        "**FAILED**\n")
+    assert world.gate(pr, "--reports", str(reports.parent)) == 1
     assert world.gate(pr) == 1  # the failure is commented once per head SHA
     comments = world.emu.state.comments[pr]
     assert len(comments) == 1 and "`pinbump/gpu-gate/multi-gpu`" in comments[0]["body"]
     assert "https://ci.example.invalid/job/1" in comments[0]["body"]
+    assert "<summary>gpu-gate-multi-gpu</summary>" in comments[0]["body"]
+    assert "0.6.11: **FAILED**" in comments[0]["body"]
     world.status(sha, REQUIRED[1], "success")  # re-run passed
     assert world.gate(pr) == 0
     assert world.emu.state.merges == [{"number": pr, "sha": sha, "method": "squash"}]
