@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 TOLERANCE = {"bfloat16": 3e-2, "float16": 5e-3}  # max |fused - reference| / max |reference|
-TOKENS = [1, 64, 128, 129, 1024]  # TRT-LLM switches one-shot -> two-shot above 128 tokens
+ONESHOT_MAX_TOKENS = 128  # TRT-LLM's kOneShotMaxToken
+TOKENS = [1, 64, 128, 129, 1024]  # both sides of the one-shot / two-shot switch
 
 
 def _rmsnorm(x, gamma, eps: float):
@@ -16,11 +17,13 @@ def _rmsnorm(x, gamma, eps: float):
 
 
 def fused_residual_rmsnorm(rank: int, world: int, *, dtype: str, hidden: int,
-                           tokens: list[int], tp: int | None = None,
-                           fp8: bool = False) -> dict[str, Any]:
+                           tokens: list[int], tp: int | None = None, fp8: bool = False,
+                           strategy: str = "auto") -> dict[str, Any]:
     """allreduce_fusion(kARResidualRMSNorm) against NCCL all_reduce + residual + RMSNorm in
     float32. With ``tp``, ranks form tensor-parallel groups of ``tp`` and the workspace is
-    created with ``group=`` that subgroup."""
+    created with ``group=`` that subgroup. ``strategy``: "auto" lets FlashInfer pick one-shot
+    or two-shot (what SGLang does); "switch" forces one-shot up to 128 tokens and two-shot
+    above, so both kernels run whatever the heuristic says."""
     import torch
     import torch.distributed as dist
     from flashinfer import comm
@@ -58,6 +61,8 @@ def fused_residual_rmsnorm(rank: int, world: int, *, dtype: str, hidden: int,
                 extra = dict(quant_out=torch.empty(n, hidden, device="cuda",
                                                    dtype=torch.float8_e4m3fn),
                              scale_factor=scale)
+            if strategy == "switch":
+                extra["use_oneshot"] = n <= ONESHOT_MAX_TOKENS
             comm.allreduce_fusion(input=x, workspace=workspace, pattern=pattern,
                                   launch_with_pdl=False, residual_out=residual_out,
                                   norm_out=norm_out, residual_in=residual, rms_gamma=gamma,
@@ -67,7 +72,8 @@ def fused_residual_rmsnorm(rank: int, world: int, *, dtype: str, hidden: int,
             err_norm = (norm_out.float() - ref_norm).abs().max().item() / scale_ref
             err_res = (residual_out.float() - ref_res).abs().max().item() / \
                 ref_res.abs().max().item()
-            row: dict[str, Any] = {"norm_rel_err": err_norm, "residual_rel_err": err_res}
+            row: dict[str, Any] = {"norm_rel_err": err_norm, "residual_rel_err": err_res,
+                                   "oneshot": extra.get("use_oneshot", "auto")}
             if fp8:
                 q = extra["quant_out"].float()
                 # Either convention of the scale (multiply or divide), consistently applied

@@ -24,16 +24,19 @@ def free_port() -> int:
 
 
 def _entry(fn: Callable[..., Any], rank: int, world: int, port: int, args: dict[str, Any],
-           out: str) -> None:
+           out: str, backend: str) -> None:
     os.environ.update(NO_MULTICAST)
     result: dict[str, Any]
     try:
         import torch
         import torch.distributed as dist
 
-        torch.cuda.set_device(rank)
-        dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                                world_size=world, device_id=torch.device(f"cuda:{rank}"))
+        extra: dict[str, Any] = {}
+        if backend == "nccl":
+            torch.cuda.set_device(rank)
+            extra["device_id"] = torch.device(f"cuda:{rank}")
+        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                world_size=world, **extra)
         try:
             result = {"ok": True, "value": fn(rank, world, **args)}
         finally:
@@ -45,8 +48,9 @@ def _entry(fn: Callable[..., Any], rank: int, world: int, port: int, args: dict[
 
 
 def run_ranks(fn: Callable[..., Any], world: int, timeout: float = 300.0,
-              **args: Any) -> list[Any]:
-    """fn(rank, world, **args) on ranks 0..world-1 (GPU i for rank i); their return values.
+              backend: str = "nccl", **args: Any) -> list[Any]:
+    """fn(rank, world, **args) on ranks 0..world-1 (GPU i for rank i with NCCL; ``gloo``
+    runs on the CPU); their return values.
 
     Raises TimeoutError when any rank has not finished within ``timeout`` seconds (all are
     killed), RuntimeError with the rank's traceback when one failed."""
@@ -54,7 +58,7 @@ def run_ranks(fn: Callable[..., Any], world: int, timeout: float = 300.0,
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         outs = [str(Path(tmp) / f"rank{r}.json") for r in range(world)]
-        procs = [ctx.Process(target=_entry, args=(fn, r, world, port, args, outs[r]))
+        procs = [ctx.Process(target=_entry, args=(fn, r, world, port, args, outs[r], backend))
                  for r in range(world)]
         for p in procs:
             p.start()

@@ -22,12 +22,14 @@ def _need(torch, n: int) -> int:
     return count
 
 
+@pytest.mark.parametrize("strategy", ["auto", "switch"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_residual_rmsnorm_all_gpus(fi, torch, cuda, dtype: str, observe) -> None:
+def test_residual_rmsnorm_all_gpus(fi, torch, cuda, dtype: str, strategy: str,
+                                   observe) -> None:
     world = _need(torch, 2)
     results = run_ranks(fused_residual_rmsnorm, world, timeout=TIMEOUT, dtype=dtype,
-                        hidden=4096, tokens=TOKENS)
-    observe(f"allreduce_fusion.residual_rmsnorm.{dtype}.world{world}", results[0])
+                        hidden=4096, tokens=TOKENS, strategy=strategy)
+    observe(f"allreduce_fusion.residual_rmsnorm.{dtype}.{strategy}.world{world}", results[0])
     for rank, rows in enumerate(results):
         for n, row in rows.items():
             assert row["norm_rel_err"] < TOLERANCE[dtype], (rank, n, row)
