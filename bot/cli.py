@@ -1,4 +1,5 @@
-"""The command line: ``pinbump plan`` (and ``python -m bot``)."""
+"""The command line, ``pinbump`` and ``python -m bot``: parsing and thin handlers that
+import what they need when they run (no work at import time)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot import __version__
 from bot.errors import InputError, PinbumpError
@@ -45,6 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pinbump {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _plan_commands(sub)
+    _github_commands(sub)
+    _tool_commands(sub)
+    return parser
+
+
+def _plan_commands(sub: Any) -> None:
+    """plan, apply, drift: the target and the index, no GitHub."""
     plan = sub.add_parser("plan", help="choose the newest complete and consistent set")
     add_plan_options(plan)
     plan.set_defaults(handler=cmd_plan)
@@ -67,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     drift.add_argument("--markdown", action="store_true", help="print the PR-body section")
     drift.set_defaults(handler=cmd_drift)
 
+
+def _github_commands(sub: Any) -> None:
+    """run, gate: the bot PR on GitHub."""
     run = sub.add_parser("run", help="plan, apply and drift, then open or update the bot PR, "
                                       "dispatch the GPU gate and keep the dashboard")
     add_plan_options(run)
@@ -89,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "the failure comment")
     pr_gate.set_defaults(handler=cmd_gate)
 
+
+def _tool_commands(sub: Any) -> None:
+    """pins, status, install-workflows, gpu-gate: what the workflows call."""
     pins = sub.add_parser("pins", help="print where the group is pinned, or one package's "
                                         "pinned version")
     pins.add_argument("--repo", type=Path, default=Path("."))
@@ -145,7 +160,6 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--pytest-arg", action="append", default=[], metavar="ARG",
                       help="extra argument for pytest (repeatable)")
     gate.set_defaults(handler=cmd_gpu_gate)
-    return parser
 
 
 def add_plan_options(p: argparse.ArgumentParser) -> None:
