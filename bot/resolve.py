@@ -48,7 +48,9 @@ class Constraint:
         return self.requirement.specifier.contains(version, prereleases=True)
 
     def __str__(self) -> str:
-        return f"{self.requirement.specifier} (from {self.owner})"
+        extras = f"[{','.join(sorted(self.requirement.extras))}]" if self.requirement.extras \
+            else ""
+        return f"{extras}{self.requirement.specifier} (from {self.owner})"
 
 
 @dataclass
@@ -61,6 +63,15 @@ class Context:
     as_of: bool = False
     rejected: list[Rejection] = field(default_factory=list)
     not_verified: dict[str, str] = field(default_factory=dict)
+    bounds: dict[str, list[Constraint]] = field(default_factory=dict)  # what each choice obeys
+
+    def bounds_on(self, package: str, constraints: Iterable[Constraint]) -> list[Constraint]:
+        """The constraints on ``package``, each once."""
+        out: dict[str, Constraint] = {}
+        for c in constraints:
+            if canonicalize_name(c.requirement.name) == package:
+                out.setdefault(str(c), c)
+        return list(out.values())
 
     @property
     def group(self) -> Group:
@@ -329,6 +340,7 @@ def _assign(ctx: Context, slots: list[_Slot], i: int, chosen: dict[str, Version]
                          constraints + own, rejections)
         if not isinstance(result, str):
             rejections.extend(local)
+            ctx.bounds[slot.package] = ctx.bounds_on(slot.package, bounds)
             return result
         local.append(Rejection(slot.package, str(version), result))
     wanted = "; ".join(str(c) for c in bounds
@@ -346,6 +358,7 @@ def _check_floor(ctx: Context, slot: _Slot, chosen: dict[str, Version],
     bounds = constraints + slot.own
     package = slot.package
     floor = slot.current
+    ctx.bounds[package] = ctx.bounds_on(package, bounds)
     wanted = "; ".join(str(c) for c in bounds if canonicalize_name(c.requirement.name) == package)
     if floor is not None and _violated(bounds, package, floor):
         releases = _releases(ctx, package)
@@ -417,14 +430,17 @@ def _reason(ctx: Context, package: str, target: Version, current: Version | None
     if package in group.lockstep:
         return f"lockstep with {group.lead} {target}"
     slot = next(s for s in _slots(ctx) if s.package == package)
+    obeys = "; ".join(str(c) for c in ctx.bounds.get(package, []))
     if slot.mode == "floor":
         if current == target:
-            return "floor still satisfies the set"
-        return f"floor raised: the set requires {package}>={target}" if current else \
+            return "floor still satisfies the set" + (f": {obeys}" if obeys else "")
+        return f"floor raised as far as the set requires: {obeys}" if current else \
             "lowest version the set allows"
+    if not obeys:
+        return "newest release (nothing in the set constrains it)"
     if current == target:
-        return "already the newest version compatible with the set"
-    return "newest version compatible with the set"
+        return f"already the newest version satisfying {obeys}"
+    return f"newest version satisfying {obeys}"
 
 
 def _dedupe(items: list[Rejection]) -> list[Rejection]:
