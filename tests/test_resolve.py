@@ -232,3 +232,16 @@ def test_metadata_is_read_only_for_candidates() -> None:
     source = MemorySource(packages)
     make_plan(target(*PINS), Policy(), source, NOW)
     assert len(source.metadata_reads) <= 6, source.metadata_reads
+
+
+def test_reasons_name_the_constraints() -> None:
+    plan = plan_of(base())
+    reasons = {c.package: c.reason for c in plan.changes}
+    assert reasons["nvidia-cutlass-dsl"] == \
+        "newest version satisfying >=4.4 (from flashinfer-python 0.6.11)"
+    assert reasons["flashinfer-cubin"] == "lockstep with flashinfer-python 0.6.11"
+    packages = {**base(), "flashinfer-python": [Rel("0.6.8.post1"),
+                                                Rel("0.6.11", ("quack-kernels>=0.4.0",))]}
+    floor = next(c for c in plan_of(packages).changes if c.package == "quack-kernels")
+    assert floor.reason == ("floor raised as far as the set requires: >=0.4.0 (from "
+                            "flashinfer-python 0.6.11)")
