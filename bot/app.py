@@ -104,18 +104,22 @@ class DriftOutcome:
     new: LoadedVersion | None
 
 
-def _wheel_for(index: SimpleIndex, policy: Policy, env: Environment, version: str
-               ) -> DistFile:
+def _wheels_for(index: SimpleIndex, policy: Policy, env: Environment, versions: list[str]
+                ) -> list[DistFile]:
+    """The wheel each version's API is read from (one read of the project page)."""
     lead = policy.active_group.lead
     url = policy.index_for(lead)
     releases = index.project(url, lead).versions()
-    try:
-        files = releases.get(Version(version))
-    except InvalidVersion:
-        raise InputError(f"{version!r} is not a valid version of {lead}") from None
-    if not files or not any(f.is_wheel for f in files):
-        raise InputError(f"{lead} {version}: no wheel on {url}")
-    return best_wheel(env, files)
+    out = []
+    for version in versions:
+        try:
+            files = releases.get(Version(version))
+        except InvalidVersion:
+            raise InputError(f"{version!r} is not a valid version of {lead}") from None
+        if not files or not any(f.is_wheel for f in files):
+            raise InputError(f"{lead} {version}: no wheel on {url}")
+        out.append(best_wheel(env, files))
+    return out
 
 
 def import_guesses(distribution: str) -> set[str]:
@@ -165,8 +169,7 @@ def run_drift(opts: PlanOptions, from_version: str | None, to_version: str | Non
             return DriftOutcome(DriftReport(lead, from_version, to_version), [], [], None, None)
         index = SimpleIndex(client, opts.cache)
         env = Environment.for_target(target.requires_python(lead), policy.python)
-        old_wheel = _wheel_for(index, policy, env, from_version)
-        new_wheel = _wheel_for(index, policy, env, str(to_version))
+        old_wheel, new_wheel = _wheels_for(index, policy, env, [from_version, str(to_version)])
         tree = read_tree(target.root)
         sources = {p: t for p, t in tree.text.items() if p.endswith(".py")}
         guesses = import_guesses(lead)
