@@ -17,9 +17,9 @@ from pathlib import Path, PurePosixPath
 import griffe
 
 from bot.api import ApiIndex, build_api, read_api, save_api
-from bot.errors import MetadataError, PinbumpError, redact
-from bot.index import SimpleIndex, verify_sha256
-from bot.lazywheel import WholeFile, is_source, read_members, read_members_lazily
+from bot.errors import PinbumpError
+from bot.index import SimpleIndex
+from bot.lazywheel import is_source
 from bot.models import DistFile
 
 
@@ -81,22 +81,8 @@ def _key(file: DistFile) -> str:
 
 def fetch_sources(index: SimpleIndex, file: DistFile, dest: Path) -> tuple[str, int]:
     """Write the importable ``.py`` members of ``file`` under ``dest``; returns (how, bytes)."""
-    http = index.http
-    before = http.stats.bytes_received
-
-    def fetch(range_header: str) -> tuple[int, bytes, str]:
-        r = http.request("GET", file.url, {"Range": range_header}, ok=(200, 206))
-        if r.status == 404:
-            raise MetadataError(f"{redact(file.url)}: HTTP 404; wheel missing")
-        return r.status, r.content, r.headers.get("content-range", "")
-
-    try:
-        members = read_members_lazily(fetch, file.url, is_source)
-        how = "range"
-    except WholeFile as whole:
-        verify_sha256(whole.body, file.sha256, file.url)
-        members = read_members(whole.body, file.url, is_source)
-        how = "download"
+    before = index.http.stats.bytes_received
+    members, how = index.wheel_members(file, is_source)
     members = importable(members)
     if not members:
         raise DriftError(f"{file.filename}: no importable Python sources in the wheel")
@@ -112,7 +98,7 @@ def fetch_sources(index: SimpleIndex, file: DistFile, dest: Path) -> tuple[str, 
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return how, http.stats.bytes_received - before
+    return how, index.http.stats.bytes_received - before
 
 
 def load_version(index: SimpleIndex, file: DistFile, cache_dir: Path) -> LoadedVersion:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import datetime, timezone
 from email.parser import BytesParser
 from email.utils import parsedate_to_datetime
@@ -24,7 +25,13 @@ from packaging.utils import (
 
 from bot.errors import IndexError_, MetadataError, UnknownPackage, redact
 from bot.http import HttpClient, atomic_write_bytes
-from bot.lazywheel import WholeFile, read_member, read_member_lazily
+from bot.lazywheel import (
+    WholeFile,
+    is_metadata,
+    metadata_member,
+    read_members,
+    read_members_lazily,
+)
 from bot.models import DistFile, ProjectPage
 
 ACCEPT = ("application/vnd.pypi.simple.v1+json, "
@@ -225,14 +232,22 @@ class SimpleIndex:
                 self.metadata_sources[file.url] = "pep658"
                 return resp.content
 
+        members, how = self.wheel_members(file, is_metadata)
+        self.metadata_sources[file.url] = how
+        return members[metadata_member(list(members))]
+
+    def wheel_members(self, file: DistFile, wanted: Callable[[str], bool]
+                      ) -> tuple[dict[str, bytes], str]:
+        """Members of the wheel ``file`` whose names satisfy ``wanted``: through range
+        requests when the server honours them ("range"), else from the whole wheel, its
+        sha256 checked ("download")."""
+
         def fetch(range_header: str) -> tuple[int, bytes, str]:
             r = self.http.request("GET", file.url, {"Range": range_header}, ok=(200, 206))
             return r.status, r.content, r.headers.get("content-range", "")
 
         try:
-            data = read_member_lazily(fetch, file.url)
-            self.metadata_sources[file.url] = "range"
-            return data
+            return read_members_lazily(fetch, file.url, wanted), "range"
         except WholeFile as whole:
             body = whole.body
         except MetadataError:
@@ -242,8 +257,7 @@ class SimpleIndex:
                     from None
             body = resp.content
         verify_sha256(body, file.sha256, file.url)
-        self.metadata_sources[file.url] = "download"
-        return read_member(body, file.url)
+        return read_members(body, file.url, wanted), "download"
 
     def _cache_file(self, kind: str, file: DistFile) -> Path | None:
         if self.cache_dir is None:

@@ -1,7 +1,7 @@
-"""Read one member of a remote zip (a wheel's METADATA) with HTTP range requests.
+"""Read members of a remote zip (a wheel's METADATA, its .py sources) with HTTP range requests.
 
 Like pip's lazy_wheel and uv: fetch the tail (end of central directory and the directory
-itself), then only the byte ranges of the member asked for.  When the server ignores Range
+itself), then only the byte ranges of the members asked for.  When the server ignores Range
 and sends the whole file, that body is used instead (and its sha256 is checked by the caller).
 """
 
@@ -95,29 +95,15 @@ class RangeFile(io.RawIOBase):
         return body[: end - start]
 
 
+def is_metadata(name: str) -> bool:
+    return re.fullmatch(r"[^/]+\.dist-info/METADATA", name) is not None
+
+
 def metadata_member(names: list[str]) -> str:
-    members = [n for n in names if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+    members = [n for n in names if is_metadata(n)]
     if len(members) != 1:
         raise MetadataError(f"expected one *.dist-info/METADATA member, found {len(members)}")
     return members[0]
-
-
-def read_member_lazily(fetch: RangeFetcher, url: str) -> bytes:
-    """The METADATA of the wheel at ``url``; raises WholeFile when Range is not supported."""
-    raw = RangeFile(fetch, url)
-    try:
-        with zipfile.ZipFile(io.BufferedReader(raw, buffer_size=CHUNK)) as zf:
-            return zf.read(metadata_member(zf.namelist()))
-    except zipfile.BadZipFile as exc:
-        raise MetadataError(f"{url}: not a valid wheel ({exc})") from None
-
-
-def read_member(body: bytes, url: str) -> bytes:
-    try:
-        with zipfile.ZipFile(io.BytesIO(body)) as zf:
-            return zf.read(metadata_member(zf.namelist()))
-    except zipfile.BadZipFile as exc:
-        raise MetadataError(f"{url}: not a valid wheel ({exc})") from None
 
 
 def is_source(name: str) -> bool:
