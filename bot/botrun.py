@@ -23,6 +23,7 @@ from bot.drift import DriftReport
 from bot.errors import InputError, PinbumpError
 from bot.github import DEFAULT_API, GitHub, PullInfo
 from bot.gitops import Git
+from bot.http import HttpClient
 from bot.models import Plan
 from bot.prbody import (
     DASHBOARD_TITLE,
@@ -115,7 +116,17 @@ def base_worktree(git: Git, ref: str) -> Iterator[Path]:
 def _run_on(worktree: Path, git: Git, plan_opts: PlanOptions, gh_opts: GitHubOptions,
             token: str | None, base: str, dry_run: bool, remote: str,
             say: Callable[[str], None]) -> RunResult:
-    with planned(plan_opts) as done:
+    with HttpClient(plan_opts.cache, timeout=plan_opts.timeout,
+                    retries=plan_opts.retries) as http:
+        return _bump(worktree, git, plan_opts, gh_opts, token, base, dry_run, remote, say,
+                     http)
+
+
+def _bump(worktree: Path, git: Git, plan_opts: PlanOptions, gh_opts: GitHubOptions,
+          token: str | None, base: str, dry_run: bool, remote: str,
+          say: Callable[[str], None], http: HttpClient) -> RunResult:
+    """One index client serves the plan and the drift."""
+    with planned(plan_opts, http=http) as done:
         plan, policy = done.plan, done.policy
     github = None if dry_run else gh_opts.client(token or "")
     group = policy.active_group
@@ -133,7 +144,7 @@ def _run_on(worktree: Path, git: Git, plan_opts: PlanOptions, gh_opts: GitHubOpt
     result = RunResult(action="dry-run" if dry_run else "unchanged", branch=branch)
     body, head_sha, pushed = _prepare_branch(git, Git(worktree, token, git.host), plan,
                                              policy, plan_opts, base, branch, remote, dry_run,
-                                             say)
+                                             say, http)
     result.body, result.head_sha, result.pushed = body, head_sha, pushed
     if github is None:
         say(f"dry run: would push {branch} and open or update its PR; nothing was changed")
@@ -180,7 +191,7 @@ def _run_on(worktree: Path, git: Git, plan_opts: PlanOptions, gh_opts: GitHubOpt
 
 def _prepare_branch(git: Git, wt: Git, plan: Plan, policy: Policy, plan_opts: PlanOptions,
                     base: str, branch: str, remote: str, dry_run: bool,
-                    say: Callable[[str], None]) -> tuple[str, str, bool]:
+                    say: Callable[[str], None], http: HttpClient) -> tuple[str, str, bool]:
     """Apply the plan in the base worktree, commit, push when the tree differs.
 
     Returns (PR body, head SHA, whether a new commit was pushed)."""
@@ -189,7 +200,7 @@ def _prepare_branch(git: Git, wt: Git, plan: Plan, policy: Policy, plan_opts: Pl
     write_all(wt.cwd, {f.path: f.new.encode("utf-8") for f in edits.files}, tree.raw)
     drift: DriftReport | None = None
     try:
-        drift = run_drift(plan_opts, plan.lead_current, plan.lead_target).report
+        drift = run_drift(plan_opts, plan.lead_current, plan.lead_target, http=http).report
     except PinbumpError as exc:
         notes = [*notes, f"API drift could not be computed: {exc}"]
     gate = GateInfo(policy.gate_workflow, policy.runner_labels, policy.checks_required)
