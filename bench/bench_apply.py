@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from bot.app import PlanOptions, planned  # noqa: E402
-from bot.apply import compute_edits, unified_diff  # noqa: E402
+from bot.adapters.tree import read_tree  # noqa: E402
 from bot.cli import main  # noqa: E402
-from bot.tree import read_tree  # noqa: E402
+from bot.commands.pipeline import PlanOptions, planned  # noqa: E402
+from bot.core.editset import compute_edits, unified_diff  # noqa: E402
 from servers import pypiserver  # noqa: E402
 from test_apply import TREE, publish, write_tree  # noqa: E402
 

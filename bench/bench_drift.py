@@ -16,8 +16,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bot.app import PlanOptions, run_drift
-from bot.http import HttpClient
+from bot.adapters.http import HttpClient
+from bot.commands.pipeline import PlanOptions, run_drift
 
 ROOT = Path(__file__).resolve().parents[1]
 CALLER = '''"""Module {i}."""

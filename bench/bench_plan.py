@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from bot.app import PlanOptions, planned  # noqa: E402
-from bot.http import HttpClient  # noqa: E402
+from bot.adapters.http import HttpClient  # noqa: E402
+from bot.commands.pipeline import PlanOptions, planned  # noqa: E402
 from servers import pypiserver  # noqa: E402
 from targets import write_target  # noqa: E402
 

@@ -16,8 +16,8 @@ from bot import __version__
 from bot.errors import InputError, PinbumpError
 
 if TYPE_CHECKING:
-    from bot.app import PlanOptions
-    from bot.botrun import GitHubOptions
+    from bot.commands.pipeline import PlanOptions
+    from bot.commands.pr import GitHubOptions
 
 
 def _as_of(value: str) -> str:
@@ -189,7 +189,7 @@ def add_github_options(p: argparse.ArgumentParser) -> None:
 
 
 def _github_options(args: argparse.Namespace) -> GitHubOptions:
-    from bot.botrun import GitHubOptions
+    from bot.commands.pr import GitHubOptions
 
     if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", args.github_repo):
         raise InputError(f"--github-repo {args.github_repo!r}: expected OWNER/NAME")
@@ -198,7 +198,7 @@ def _github_options(args: argparse.Namespace) -> GitHubOptions:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from bot.botrun import run_bot
+    from bot.commands.pr import run_bot
 
     result = run_bot(plan_options(args), _github_options(args), args.base,
                      dry_run=args.dry_run, remote=args.remote, out=sys.stderr)
@@ -216,8 +216,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from bot.app import PlanOptions, load_target
-    from bot.botrun import run_pr_gate
+    from bot.commands.pipeline import PlanOptions, load_target
+    from bot.commands.pr import run_pr_gate
 
     gh_opts = _github_options(args)
     _, policy = load_target(PlanOptions(repo=args.repo))
@@ -228,7 +228,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 def cmd_pins(args: argparse.Namespace) -> int:
     import json
 
-    from bot.app import PlanOptions, load_target
+    from bot.commands.pipeline import PlanOptions, load_target
 
     target, policy = load_target(PlanOptions(repo=args.repo, group=args.group))
     group = policy.active_group
@@ -265,8 +265,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_install_workflows(args: argparse.Namespace) -> int:
-    from bot.app import PlanOptions, load_target
-    from bot.workflows import WorkflowSettings, install, parse_runner_labels
+    from bot.commands.install_workflows import WorkflowSettings, install, parse_runner_labels
+    from bot.commands.pipeline import PlanOptions, load_target
 
     _, policy = load_target(PlanOptions(repo=args.repo))
     runners = parse_runner_labels(args.runner_labels) if args.runner_labels else \
@@ -297,7 +297,7 @@ def progress(message: str) -> Iterator[None]:
 
 
 def plan_options(args: argparse.Namespace) -> PlanOptions:
-    from bot.app import PlanOptions
+    from bot.commands.pipeline import PlanOptions
 
     return PlanOptions(repo=args.repo, group=args.group, as_of=args.as_of,
                        index_url=args.index_url, min_release_age=args.min_release_age,
@@ -306,8 +306,8 @@ def plan_options(args: argparse.Namespace) -> PlanOptions:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from bot.app import planned
-    from bot.render import plan_json, plan_text
+    from bot.commands.pipeline import planned
+    from bot.render.report import plan_json, plan_text
 
     with planned(plan_options(args), status=None if args.json else progress) as done:
         sys.stdout.write(plan_json(done.plan) if args.json else plan_text(done.plan))
@@ -315,11 +315,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from bot.app import planned
-    from bot.apply import compute_edits, edits_json, edits_text, unified_diff
-    from bot.edits import bumps_from_plan
-    from bot.tree import read_tree
-    from bot.writer import write_all
+    from bot.adapters.tree import read_tree
+    from bot.adapters.writer import write_all
+    from bot.commands.pipeline import planned
+    from bot.core.edits import bumps_from_plan
+    from bot.core.editset import compute_edits, edits_json, edits_text, unified_diff
 
     with planned(plan_options(args), status=None if args.json else progress) as done:
         tree = read_tree(done.target.root)
@@ -339,8 +339,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    from bot.app import run_drift
-    from bot.render import drift_json, drift_markdown, drift_text
+    from bot.commands.pipeline import run_drift
+    from bot.render.report import drift_json, drift_markdown, drift_text
 
     with progress("loading both versions of the lead package"):
         outcome = run_drift(plan_options(args), args.from_version, args.to_version, args.fix)
@@ -360,8 +360,8 @@ def cmd_drift(args: argparse.Namespace) -> int:
 
 
 def cmd_gpu_gate(args: argparse.Namespace) -> int:
-    from bot.gate_report import gate_markdown
-    from bot.gpugate import GateOptions, default_tests_dir, run_gate
+    from bot.commands.gpu_gate import GateOptions, default_tests_dir, run_gate
+    from bot.core.gate_report import gate_markdown
 
     opts = GateOptions(baseline=args.baseline, candidate=args.candidate, out=args.out,
                        tests=args.tests or default_tests_dir(),

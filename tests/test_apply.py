@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import PlanOptions, planned
-from bot.apply import compute_edits
+from bot.adapters.tree import read_tree
+from bot.adapters.writer import WriteError, write_all
 from bot.cli import main
-from bot.tree import read_tree
-from bot.writer import WriteError, write_all
+from bot.commands.pipeline import PlanOptions, planned
+from bot.core.editset import compute_edits
 from servers import PypiServer
 
 OLD = datetime.now(timezone.utc) - timedelta(days=60)

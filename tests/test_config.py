@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from bot.app import PlanOptions, load_target
-from bot.config import Policy, parse_config
+from bot.commands.pipeline import PlanOptions, load_target
+from bot.core.config import Policy, parse_config
 from bot.errors import ConfigError
 from targets import write_target
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import BUILTIN_GROUPS
-from bot.discovery import discover, parse_pyproject, parse_requirements
+from bot.core.config import BUILTIN_GROUPS
+from bot.core.discovery import discover, parse_pyproject, parse_requirements
 from bot.errors import InputError
 
 NAMES = set(BUILTIN_GROUPS["flashinfer"].members)

@@ -10,10 +10,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from bot.api import ApiIndex, build_api
-from bot.apisource import importable, main_package
+from bot.adapters.apisource import importable, main_package
 from bot.cli import main
-from bot.drift import analyse, describe_changes, fix_source, scan_source
+from bot.core.api import ApiIndex, build_api
+from bot.core.drift import analyse, describe_changes, fix_source, scan_source
 from drift_fixture import EXPECTED, TARGET, V1, V2
 from servers import PypiServer
 
@@ -178,8 +178,8 @@ def test_drift_command_json_fix_and_cache(pypi: PypiServer, tmp_path: Path,
 
 def test_drift_range_reads_and_bad_version(pypi: PypiServer, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from bot.app import PlanOptions, run_drift
-    from bot.http import HttpClient
+    from bot.adapters.http import HttpClient
+    from bot.commands.pipeline import PlanOptions, run_drift
 
     publish(pypi)
     repo = target_repo(tmp_path / "repo")
@@ -229,7 +229,7 @@ def test_main_package(paths: list[str], dist: str, expected: str | None) -> None
 
 def test_sources_come_from_a_verified_download_without_range(static, tmp_path: Path) -> None:
     """A static index served without Range support: the whole wheel, sha256 checked."""
-    from bot.app import PlanOptions, run_drift
+    from bot.commands.pipeline import PlanOptions, run_drift
 
     static.add("kernelpkg", "1.0", files=V1, uploaded=OLD)
     static.add("kernelpkg", "2.0", files=V2, uploaded=OLD)

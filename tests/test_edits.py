@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.discovery import parse_pyproject, parse_requirements
-from bot.edits import (
+from bot.core.discovery import parse_pyproject, parse_requirements
+from bot.core.edits import (
     BUILTIN_DOC_PATTERNS,
     ApplyError,
     Bump,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.adapters.http import HttpClient
 from bot.cli import main
-from bot.http import HttpClient
 from servers import PypiServer, fault_server
 from targets import write_target
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.gate_report import GateReport, diff_observations, gate_markdown, parse_junit
-from bot.perfstats import compare, invalid
+from bot.core.gate_report import GateReport, diff_observations, gate_markdown, parse_junit
+from bot.core.perfstats import compare, invalid
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="gpu-candidate"
  errors="0" failures="1" skipped="2" tests="5" time="12.0">
@@ -73,7 +73,7 @@ def test_gpu_gate_rejects_a_site_without_flashinfer(tmp_path: Path,
 
 
 def test_site_version(tmp_path: Path) -> None:
-    from bot.gpugate import site_version
+    from bot.commands.gpu_gate import site_version
 
     (tmp_path / "flashinfer_python-0.6.8.post1.dist-info").mkdir()
     assert site_version(tmp_path) == "0.6.8.post1"

@@ -5,8 +5,8 @@ from datetime import datetime, timezone
 
 import pytest
 
+from bot.adapters.index import parse_html_page, parse_json_page, parse_requires_dist
 from bot.errors import IndexError_
-from bot.index import parse_html_page, parse_json_page, parse_requires_dist
 
 PAGE = "https://index.example/simple/flashinfer-python/"
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from bot.perfstats import compare, physically_possible
+from bot.core.perfstats import compare, physically_possible
 
 
 def samples(rng: random.Random, median: float, n: int = 30, noise: float = 0.03

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import PlanOptions, planned
+from bot.adapters.http import HttpClient
 from bot.cli import main
-from bot.http import HttpClient
+from bot.commands.pipeline import PlanOptions, planned
 from servers import PypiServer
 from targets import write_target
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import PlanOptions, planned
+from bot.adapters.http import HttpClient
 from bot.cli import main
+from bot.commands.pipeline import PlanOptions, planned
 from bot.errors import MetadataError
-from bot.http import HttpClient
 from servers import StaticIndex
 from targets import write_target
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 import cmarkgfm
 import pytest
 
-from bot.drift import DriftReport, Finding
-from bot.edits import Edit, EditSet, FileEdit, Mention
-from bot.github import Check
-from bot.models import Change, Plan, Rejection
-from bot.prbody import (
+from bot.adapters.github import Check
+from bot.core.drift import DriftReport, Finding
+from bot.core.edits import Edit, EditSet, FileEdit, Mention
+from bot.core.models import Change, Plan, Rejection
+from bot.core.prbody import (
     BODY_LIMIT,
     GateInfo,
     dashboard_body,

@@ -10,11 +10,11 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from bot.config import Policy, parse_config
-from bot.discovery import Target, parse_pyproject
+from bot.core.config import Policy, parse_config
+from bot.core.discovery import Target, parse_pyproject
+from bot.core.models import DistFile
+from bot.core.resolve import make_plan
 from bot.errors import ResolutionError
-from bot.models import DistFile
-from bot.resolve import make_plan
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
 OLD = NOW - timedelta(days=60)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.specs import (
+from bot.core.specs import (
     clause_version,
     other_clauses,
     replace_clause,

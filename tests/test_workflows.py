@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.botrun import GATE_INPUTS
 from bot.cli import build_parser, main
-from bot.config import Policy
+from bot.commands.pr import GATE_INPUTS
+from bot.core.config import Policy
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "workflows").glob("*.yml"))

@@ -16,11 +16,11 @@ from pathlib import Path, PurePosixPath
 
 import griffe
 
-from bot.api import ApiIndex, build_api, read_api, save_api
+from bot.adapters.index import SimpleIndex
+from bot.adapters.lazywheel import is_source
+from bot.core.api import ApiIndex, build_api, read_api, save_api
+from bot.core.models import DistFile
 from bot.errors import PinbumpError
-from bot.index import SimpleIndex
-from bot.lazywheel import is_source
-from bot.models import DistFile
 
 
 class DriftError(PinbumpError):

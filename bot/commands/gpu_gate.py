@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from bot.core.gate_report import GateReport, diff_observations, gate_markdown, parse_junit
+from bot.core.perfstats import compare, invalid, physically_possible
 from bot.errors import InputError, PinbumpError
-from bot.gate_report import GateReport, diff_observations, gate_markdown, parse_junit
-from bot.perfstats import compare, invalid, physically_possible
 
 
 class GateRunError(PinbumpError):
@@ -43,7 +43,7 @@ class GateOptions:
 
 def default_tests_dir() -> Path:
     env = os.environ.get("PINBUMP_GPU_TESTS")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "gpu_tests"
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "gpu_tests"
 
 
 def _env(site: Path, opts: GateOptions, label: str) -> dict[str, str]:

@@ -23,16 +23,16 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 
-from bot.errors import IndexError_, MetadataError, UnknownPackage, redact
-from bot.http import HttpClient, atomic_write_bytes
-from bot.lazywheel import (
+from bot.adapters.http import HttpClient, atomic_write_bytes
+from bot.adapters.lazywheel import (
     WholeFile,
     is_metadata,
     metadata_member,
     read_members,
     read_members_lazily,
 )
-from bot.models import DistFile, ProjectPage
+from bot.core.models import DistFile, ProjectPage
+from bot.errors import IndexError_, MetadataError, UnknownPackage, redact
 
 ACCEPT = ("application/vnd.pypi.simple.v1+json, "
           "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01")

@@ -15,15 +15,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.adapters.writer import write_all
 from bot.errors import InputError
-from bot.writer import write_all
 
 WORKFLOWS = ("pinbump-bump.yml", "pinbump-gpu-gate.yml")
 
 
 def workflows_dir() -> Path:
     env = os.environ.get("PINBUMP_WORKFLOWS")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "workflows"
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "workflows"
 
 
 @dataclass(frozen=True)

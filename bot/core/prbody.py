@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bot.drift import DriftReport
-from bot.edits import EditSet
-from bot.github import Check
-from bot.models import Plan
-from bot.render import drift_markdown
+from bot.adapters.github import Check
+from bot.core.drift import DriftReport
+from bot.core.edits import EditSet
+from bot.core.models import Plan
+from bot.render.report import drift_markdown
 
 BODY_LIMIT = 60_000  # GitHub's hard limit is 65,536
 RELEASE_NOTES = {

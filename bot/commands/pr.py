@@ -16,16 +16,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
-from bot.app import PlanOptions, planned, run_drift
-from bot.apply import compute_edits
-from bot.config import Policy
-from bot.drift import DriftReport
-from bot.errors import InputError, PinbumpError
-from bot.github import DEFAULT_API, GitHub, PullInfo
-from bot.gitops import Git
-from bot.http import HttpClient
-from bot.models import Plan
-from bot.prbody import (
+from bot.adapters.git import Git
+from bot.adapters.github import DEFAULT_API, GitHub, PullInfo
+from bot.adapters.http import HttpClient
+from bot.adapters.tree import read_tree
+from bot.adapters.writer import write_all
+from bot.commands.pipeline import PlanOptions, planned, run_drift
+from bot.core.config import Policy
+from bot.core.drift import DriftReport
+from bot.core.editset import compute_edits
+from bot.core.models import Plan
+from bot.core.prbody import (
     DASHBOARD_TITLE,
     GateInfo,
     dashboard_body,
@@ -34,8 +35,7 @@ from bot.prbody import (
     pr_body,
     pr_title,
 )
-from bot.tree import read_tree
-from bot.writer import write_all
+from bot.errors import InputError, PinbumpError
 
 GATE_INPUTS = ("pr", "sha")  # the inputs of the gate workflow's workflow_dispatch
 

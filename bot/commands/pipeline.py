@@ -13,19 +13,19 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from bot.apisource import LoadedVersion, api_breakages, load_version
-from bot.config import Policy, config_names, load_policy, root_policy_for_discovery
-from bot.discovery import Target, discover
-from bot.drift import CallSite, DriftReport, Finding, analyse, fix_source, scan_source
-from bot.environment import Environment
+from bot.adapters.apisource import LoadedVersion, api_breakages, load_version
+from bot.adapters.http import HttpClient, default_cache_dir
+from bot.adapters.index import SimpleIndex
+from bot.adapters.sources import IndexSource
+from bot.adapters.tree import read_tree
+from bot.adapters.writer import write_all
+from bot.core.config import Policy, config_names, load_policy, root_policy_for_discovery
+from bot.core.discovery import Target, discover
+from bot.core.drift import CallSite, DriftReport, Finding, analyse, fix_source, scan_source
+from bot.core.environment import Environment
+from bot.core.models import DistFile, Plan
+from bot.core.resolve import best_wheel, cutoff_for, make_plan
 from bot.errors import InputError
-from bot.http import HttpClient, default_cache_dir
-from bot.index import SimpleIndex
-from bot.models import DistFile, Plan
-from bot.resolve import best_wheel, cutoff_for, make_plan
-from bot.sources import IndexSource
-from bot.tree import read_tree
-from bot.writer import write_all
 
 
 @dataclass(frozen=True)

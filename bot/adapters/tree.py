@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.discovery import SKIP_DIRS
+from bot.core.discovery import SKIP_DIRS
 
 MAX_BYTES = 2 * 1024 * 1024
 DOCKERFILE_GLOBS = ("Dockerfile", "*.Dockerfile", "Dockerfile.*", "*.dockerfile")

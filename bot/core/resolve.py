@@ -14,16 +14,16 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from bot.config import Group, Policy
-from bot.discovery import Target
-from bot.environment import Environment
+from bot.core.config import Group, Policy
+from bot.core.discovery import Target
+from bot.core.environment import Environment
+from bot.core.models import Change, DistFile, Pin, Plan, Rejection
+from bot.core.specs import clause_version, other_clauses, replace_clause, split_requirement
 from bot.errors import IndexError_, InputError, ResolutionError, UnknownPackage
-from bot.models import Change, DistFile, Pin, Plan, Rejection
-from bot.specs import clause_version, other_clauses, replace_clause, split_requirement
 
 
 class Source(Protocol):
-    """What resolution needs from an index (``bot.sources.IndexSource`` is the real one)."""
+    """What resolution needs from an index (``adapters.sources.IndexSource`` is the real one)."""
 
     def releases(self, package: str) -> dict[Version, list[DistFile]]: ...
 

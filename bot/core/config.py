@@ -11,7 +11,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from bot.discovery import Target, load_toml, read_text
+from bot.core.discovery import Target, load_toml, read_text
 from bot.errors import ConfigError
 
 DEFAULT_INDEX = "https://pypi.org/simple"

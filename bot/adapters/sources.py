@@ -10,12 +10,12 @@ from datetime import datetime
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from bot.config import Policy
-from bot.environment import Environment
+from bot.adapters.index import SimpleIndex, parse_requires_dist
+from bot.core.config import Policy
+from bot.core.environment import Environment
+from bot.core.models import DistFile, ProjectPage
+from bot.core.resolve import best_wheel
 from bot.errors import MetadataError, PinbumpError
-from bot.index import SimpleIndex, parse_requires_dist
-from bot.models import DistFile, ProjectPage
-from bot.resolve import best_wheel
 
 
 class IndexSource:

@@ -15,8 +15,8 @@ import tomlkit.exceptions
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from bot.core.models import Pin
 from bot.errors import InputError
-from bot.models import Pin
 
 SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", "build", "dist",
              "site-packages", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache"}

@@ -7,8 +7,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from bot.config import Policy
-from bot.edits import (
+from bot.adapters.tree import is_dockerfile
+from bot.core.config import Policy
+from bot.core.edits import (
     BUILTIN_DOC_PATTERNS,
     ApplyError,
     Bump,
@@ -23,8 +24,7 @@ from bot.edits import (
     validate_dockerfile,
     validate_requirements,
 )
-from bot.models import Pin, Plan
-from bot.tree import is_dockerfile
+from bot.core.models import Pin, Plan
 
 DOC_SUFFIXES = (".py", ".md", ".rst", ".txt")
 

@@ -12,7 +12,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from bot.api import ApiIndex, Signature
+from bot.core.api import ApiIndex, Signature
 
 SEVERITY_ORDER = {"breaking": 0, "unverifiable": 1, "notice": 2}
 

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from bot.drift import DriftReport
-from bot.models import Plan
+from bot.core.drift import DriftReport
+from bot.core.models import Plan
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:

@@ -18,11 +18,11 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 from packaging.utils import canonicalize_name
 
-from bot.config import Group
-from bot.discovery import parse_pyproject, parse_requirements
+from bot.core.config import Group
+from bot.core.discovery import parse_pyproject, parse_requirements
+from bot.core.models import Pin, Plan
+from bot.core.specs import split_requirement, with_specifier
 from bot.errors import InputError, PinbumpError
-from bot.models import Pin, Plan
-from bot.specs import split_requirement, with_specifier
 
 
 class ApplyError(PinbumpError):

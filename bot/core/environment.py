@@ -11,7 +11,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from bot.models import DistFile
+from bot.core.models import DistFile
 
 PYTHONS = tuple(f"3.{minor}" for minor in range(8, 16))
 MANYLINUX = [f"manylinux_2_{m}_x86_64" for m in range(40, 4, -1)] + [

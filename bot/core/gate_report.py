@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.perfstats import Comparison
+from bot.core.perfstats import Comparison
 
 
 @dataclass(frozen=True)
