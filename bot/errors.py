@@ -41,5 +41,11 @@ class MetadataError(IndexError_):
     """A distribution's core metadata could not be read or did not verify."""
 
 
+class WheelError(MetadataError):
+    """A wheel that is unsafe or too big to read: a member name that would leave its folder,
+    a member over the size or compression-ratio limits, an unsupported compression, corrupt
+    data. The message names the wheel and the member."""
+
+
 class ResolutionError(PinbumpError):
     """No complete and consistent set exists; the message names the conflicting requirements."""

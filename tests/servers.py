@@ -221,3 +221,126 @@ def fault_server(upstream: str, mode: str, **kwargs: object) -> Iterator[FaultSe
 
 
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
+
+
+# -- a hostile index: every byte it serves is chosen by the test ---------------------------
+@dataclass
+class Route:
+    """What the hostile index answers for one path."""
+
+    body: bytes
+    content_type: str = "application/octet-stream"
+    status: int = 200
+    headers: dict[str, str] | None = None
+    ranges: bool = True  # honour Range (206) for status 200
+    drip: float = 0.0  # seconds between bytes (0: send at once); the status line drips too
+
+
+class _HostileHandler(http.server.BaseHTTPRequestHandler):
+    server: HostileIndex
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        srv = self.server
+        with srv.lock:
+            srv.requests.append((self.command, self.path, dict(self.headers.items())))
+            route = srv.routes.get(self.path.split("?")[0])
+        if route is None:
+            self._send(404, {"Content-Type": "text/plain"}, b"not here")
+            return
+        status, body = route.status, route.body
+        headers = {"Content-Type": route.content_type, **(route.headers or {})}
+        wanted = self.headers.get("Range", "")
+        if route.ranges and status == 200 and wanted.startswith("bytes="):
+            first, _, last = wanted[6:].partition("-")
+            size = len(body)
+            start = size - int(last) if not first else int(first)
+            end = size - 1 if not first or not last else min(int(last), size - 1)
+            start = max(0, start)
+            headers["Content-Range"] = f"bytes {start}-{end}/{size}"
+            status, body = 206, body[start:end + 1]
+        self._send(status, headers, body, route.drip)
+
+    do_HEAD = do_GET
+
+    def _send(self, status: int, headers: dict[str, str], body: bytes, drip: float = 0.0
+              ) -> None:
+        head = f"HTTP/1.1 {status} X\r\n" + "".join(
+            f"{k}: {v}\r\n" for k, v in headers.items()) + \
+            f"Content-Length: {len(body)}\r\n\r\n"
+        data = head.encode("latin-1") + (b"" if self.command == "HEAD" else body)
+        try:
+            if not drip:
+                self.wfile.write(data)
+                return
+            for i in range(len(data)):
+                if self.server.stopping.wait(drip):
+                    return
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class HostileIndex(http.server.ThreadingHTTPServer):
+    """A PEP 691 index on loopback whose pages, headers and files are whatever the test puts
+    in ``routes``; ``publish`` builds a well-formed page from wheels the test built, which the
+    test may then spoil."""
+
+    daemon_threads = True
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(("127.0.0.1", 0), _HostileHandler)
+        self.root = root
+        self.routes: dict[str, Route] = {}
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base}/simple"
+
+    def page(self, name: str, doc: object, *, raw: bytes | None = None) -> None:
+        """Serve ``doc`` (any JSON value, or ``raw`` bytes) as the PEP 691 page of ``name``."""
+        body = raw if raw is not None else json.dumps(doc).encode()
+        self.routes[f"/simple/{name}/"] = Route(
+            body, "application/vnd.pypi.simple.v1+json", headers={"ETag": '"1"'})
+
+    def publish(self, name: str, wheels: list[Path], *, uploaded: datetime | None = None,
+                **extra: object) -> dict[str, object]:
+        """A well-formed PEP 691 page of ``name`` listing ``wheels`` (served from /files/)."""
+        import hashlib
+
+        files = []
+        for wheel in wheels:
+            data = wheel.read_bytes()
+            self.routes[f"/files/{wheel.name}"] = Route(data)
+            files.append({
+                "filename": wheel.name, "url": f"../../files/{wheel.name}",
+                "hashes": {"sha256": hashlib.sha256(data).hexdigest()},
+                "upload-time": (uploaded or datetime(2025, 1, 1)).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ"), **extra})
+        doc: dict[str, object] = {"meta": {"api-version": "1.1"}, "name": name, "files": files}
+        self.page(name, doc)
+        return doc
+
+
+@contextmanager
+def hostile_index(root: Path) -> Iterator[HostileIndex]:
+    srv = HostileIndex(root)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.stopping.set()
+        srv.shutdown()
+        srv.server_close()

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 import griffe
 
 from bot.adapters.index import SimpleIndex
-from bot.adapters.lazywheel import is_source
+from bot.adapters.lazywheel import SOURCE_LIMITS, is_source, member_parts
 from bot.core.api import ApiIndex, build_api, read_api, save_api
 from bot.core.models import DistFile
 from bot.errors import PinbumpError
@@ -82,14 +82,16 @@ def _key(file: DistFile) -> str:
 def fetch_sources(index: SimpleIndex, file: DistFile, dest: Path) -> tuple[str, int]:
     """Write the importable ``.py`` members of ``file`` under ``dest``; returns (how, bytes)."""
     before = index.http.stats.bytes_received
-    members, how = index.wheel_members(file, is_source)
+    members, how = index.wheel_members(file, is_source, SOURCE_LIMITS)
     members = importable(members)
     if not members:
         raise DriftError(f"{file.filename}: no importable Python sources in the wheel")
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
     try:
         for name, data in members.items():
-            path = tmp / name
+            path = tmp.joinpath(*member_parts(file.filename, name))  # plain names only
+            if tmp not in path.parents:
+                raise DriftError(f"{file.filename}: member {name!r} is outside its folder")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
         if dest.exists():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from email.parser import BytesParser
@@ -25,6 +26,8 @@ from packaging.utils import (
 
 from bot.adapters.http import HttpClient, atomic_write_bytes
 from bot.adapters.lazywheel import (
+    METADATA_LIMITS,
+    Limits,
     WholeFile,
     is_metadata,
     metadata_member,
@@ -32,7 +35,7 @@ from bot.adapters.lazywheel import (
     read_members_lazily,
 )
 from bot.core.models import DistFile, ProjectPage
-from bot.errors import IndexError_, MetadataError, UnknownPackage, redact
+from bot.errors import IndexError_, MetadataError, UnknownPackage, WheelError, redact
 
 ACCEPT = ("application/vnd.pypi.simple.v1+json, "
           "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01")
@@ -49,8 +52,15 @@ def _parse_time(value: str | None) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
+_FILENAME = re.compile(r"[A-Za-z0-9_.+!-]+")
+
+
 def make_file(name: str, filename: str, url: str, **extra: Any) -> DistFile | None:
-    """A DistFile for a wheel or sdist of project ``name``; other files give None."""
+    """A DistFile for a wheel or sdist of project ``name``; other files give None. A file
+    name is a plain name (it names cache entries): no separator, no character beyond those
+    of distribution file names."""
+    if not _FILENAME.fullmatch(filename):
+        return None
     try:
         if filename.endswith(".whl"):
             wname, version, _, tags = parse_wheel_filename(filename)
@@ -232,32 +242,34 @@ class SimpleIndex:
                 self.metadata_sources[file.url] = "pep658"
                 return resp.content
 
-        members, how = self.wheel_members(file, is_metadata)
+        members, how = self.wheel_members(file, is_metadata, METADATA_LIMITS)
         self.metadata_sources[file.url] = how
         return members[metadata_member(list(members))]
 
-    def wheel_members(self, file: DistFile, wanted: Callable[[str], bool]
+    def wheel_members(self, file: DistFile, wanted: Callable[[str], bool], limits: Limits
                       ) -> tuple[dict[str, bytes], str]:
-        """Members of the wheel ``file`` whose names satisfy ``wanted``: through range
-        requests when the server honours them ("range"), else from the whole wheel, its
-        sha256 checked ("download")."""
+        """Members of the wheel ``file`` whose names satisfy ``wanted``, within ``limits``:
+        through range requests when the server honours them ("range"), else from the whole
+        wheel, its sha256 checked ("download"). Every member name is checked first."""
 
         def fetch(range_header: str) -> tuple[int, bytes, str]:
             r = self.http.request("GET", file.url, {"Range": range_header}, ok=(200, 206))
             return r.status, r.content, r.headers.get("content-range", "")
 
         try:
-            return read_members_lazily(fetch, file.url, wanted), "range"
+            return read_members_lazily(fetch, file.url, wanted, limits, file.filename), "range"
         except WholeFile as whole:
             body = whole.body
-        except MetadataError:
+        except WheelError:
+            raise  # what the wheel holds is the problem: another way of reading it is no cure
+        except MetadataError:  # the server's range answers were unusable: download instead
             resp = self.http.request("GET", file.url)
             if resp.status != 200:
                 raise MetadataError(f"{redact(file.url)}: HTTP {resp.status}; wheel missing") \
                     from None
             body = resp.content
         verify_sha256(body, file.sha256, file.url)
-        return read_members(body, file.url, wanted), "download"
+        return read_members(body, wanted, limits, file.filename), "download"
 
     def _cache_file(self, kind: str, file: DistFile) -> Path | None:
         if self.cache_dir is None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from bot.errors import MetadataError
+from bot.errors import MetadataError, WheelError
 
 TAIL = 64 * 1024
 CHUNK = 64 * 1024
@@ -111,33 +113,122 @@ def is_source(name: str) -> bool:
 
 
 def read_members_lazily(fetch: RangeFetcher, url: str, wanted: Callable[[str], bool],
-                        max_gap: int = 256 * 1024) -> dict[str, bytes]:
+                        limits: Limits, wheel: str, max_gap: int = 256 * 1024
+                        ) -> dict[str, bytes]:
     """Members of a remote zip whose names satisfy ``wanted``, fetched with as few range
     requests as possible: neighbouring members are read together when the gap between
     them is under ``max_gap`` bytes. Raises WholeFile when the server ignores Range."""
     raw = RangeFile(fetch, url)
     try:
         with zipfile.ZipFile(io.BufferedReader(raw, buffer_size=CHUNK)) as zf:
+            chosen = _choose(zf, wanted, limits, wheel)
             infos = sorted(zf.infolist(), key=lambda i: i.header_offset)
             starts = [i.header_offset for i in infos] + [raw.size]
-            spans = [(infos[k].header_offset, starts[k + 1]) for k in range(len(infos))
-                     if wanted(infos[k].filename)]
+            ends = {id(infos[k]): starts[k + 1] for k in range(len(infos))}
             merged: list[list[int]] = []
-            for start, end in spans:
+            for info in sorted(chosen, key=lambda i: i.header_offset):
+                start, end = info.header_offset, ends[id(info)]
                 if merged and start - merged[-1][1] <= max_gap:
                     merged[-1][1] = end
                 else:
                     merged.append([start, end])
             for start, end in merged:
                 raw.prefetch(start, end)
-            return {i.filename: zf.read(i) for i in infos if wanted(i.filename)}
-    except zipfile.BadZipFile as exc:
-        raise MetadataError(f"{url}: not a valid wheel ({exc})") from None
+            return _extract(zf, chosen, limits, wheel)
+    except zipfile.BadZipFile as exc:  # MetadataError: the caller may download it instead
+        raise MetadataError(f"{wheel}: not a valid wheel ({exc})") from None
 
 
-def read_members(body: bytes, url: str, wanted: Callable[[str], bool]) -> dict[str, bytes]:
+def read_members(body: bytes, wanted: Callable[[str], bool], limits: Limits, wheel: str
+                 ) -> dict[str, bytes]:
+    """Members of the wheel held in ``body`` whose names satisfy ``wanted``."""
     try:
         with zipfile.ZipFile(io.BytesIO(body)) as zf:
-            return {n: zf.read(n) for n in zf.namelist() if wanted(n)}
+            return _extract(zf, _choose(zf, wanted, limits, wheel), limits, wheel)
     except zipfile.BadZipFile as exc:
-        raise MetadataError(f"{url}: not a valid wheel ({exc})") from None
+        raise WheelError(f"{wheel}: not a valid wheel ({exc})") from None
+
+
+# -- what a wheel may hold: the one check of member names and sizes ------------------------
+@dataclass(frozen=True)
+class Limits:
+    """How much reading members may inflate: each member, all of them together, and per
+    stored byte (a member over ``ratio_floor`` bytes that inflates more than ``ratio`` times
+    is a zip bomb, not a wheel)."""
+
+    member: int
+    total: int
+    ratio: int = 100
+    ratio_floor: int = 1 << 20
+
+
+MiB = 1 << 20
+METADATA_LIMITS = Limits(member=16 * MiB, total=16 * MiB)
+SOURCE_LIMITS = Limits(member=16 * MiB, total=128 * MiB)
+COMPRESSIONS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
+
+
+def member_parts(wheel: str, name: str) -> tuple[str, ...]:
+    """The path components of archive member ``name``, each a plain name: an absolute name,
+    a drive, a backslash, ``..``, ``.``, an empty component or a control character (NUL
+    included) makes the whole wheel unsafe."""
+    parts = tuple(name.removesuffix("/").split("/"))
+    if (name.startswith("/") or "\\" in name or re.match(r"[A-Za-z]:", name)
+            or any(p in ("", ".", "..") for p in parts)
+            or any(ord(c) < 32 or ord(c) == 127 for c in name)):
+        raise WheelError(f"{wheel}: unsafe member name {name!r} (absolute, drive, backslash, "
+                         "'..' or control character); refusing to read the wheel")
+    return parts
+
+
+def _choose(zf: zipfile.ZipFile, wanted: Callable[[str], bool], limits: Limits, wheel: str
+            ) -> list[zipfile.ZipInfo]:
+    """Check every member name of the wheel, and the sizes and compression of the wanted
+    members against ``limits``, before a byte of them is read."""
+    chosen, total = [], 0
+    for info in zf.infolist():
+        member_parts(wheel, info.orig_filename)
+        if not wanted(info.filename):
+            continue
+        where = f"{wheel}: member {info.filename!r}"
+        if info.compress_type not in COMPRESSIONS:
+            raise WheelError(f"{where} uses compression method {info.compress_type}; wheels "
+                             "are stored or deflated")
+        size = max(info.file_size, info.compress_size)
+        if size > limits.member:
+            raise WheelError(f"{where} is {size} bytes, over the limit of "
+                             f"{limits.member // MiB} MiB per member; refusing to read it")
+        if info.file_size > limits.ratio_floor and \
+                info.file_size > limits.ratio * max(1, info.compress_size):
+            raise WheelError(f"{where} inflates {info.compress_size} bytes to "
+                             f"{info.file_size}, over the limit of {limits.ratio}x (a zip "
+                             "bomb); refusing to read it")
+        total += info.file_size
+        if total > limits.total:
+            raise WheelError(f"{wheel}: the members to read add up to over the limit of "
+                             f"{limits.total // MiB} MiB (at {info.filename!r}); refusing to "
+                             "read them")
+        chosen.append(info)
+    return chosen
+
+
+def _extract(zf: zipfile.ZipFile, chosen: list[zipfile.ZipInfo], limits: Limits, wheel: str
+             ) -> dict[str, bytes]:
+    """Inflate the chosen members chunk by chunk, stopping at the declared size and the
+    limit: whatever the headers say, no more than that is ever held."""
+    out: dict[str, bytes] = {}
+    for info in chosen:
+        where = f"{wheel}: member {info.filename!r}"
+        cap = min(info.file_size, limits.member)
+        data = bytearray()
+        try:
+            with zf.open(info) as fh:
+                while chunk := fh.read(CHUNK):
+                    data += chunk
+                    if len(data) > cap:
+                        raise WheelError(f"{where} inflates past its declared size or the "
+                                         f"limit of {limits.member // MiB} MiB")
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            raise WheelError(f"{where} is corrupt ({exc})") from None
+        out[info.filename] = bytes(data)
+    return out

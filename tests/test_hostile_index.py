@@ -1,0 +1,227 @@
+"""A hostile package index on loopback (tests/servers.py: HostileIndex): every scenario ends
+in exit 2 with one line `pinbump: error: ...`, writes nothing outside the cache, and lets no
+secret of the index URL reach any output or file."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tracemalloc
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from servers import HostileIndex, hostile_index
+from wheels import build_wheel
+
+SECRET = "s3cr3t-T0KEN"
+V1 = {"kernelpkg/__init__.py": "def launch(x):\n    return x\n"}
+V2 = {"kernelpkg/__init__.py": "def launch(x, stream=None):\n    return x\n"}
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[HostileIndex]:
+    with hostile_index(tmp_path / "index") as srv:
+        yield srv
+
+
+def target(root: Path, pin: str = "kernelpkg==1.0") -> Path:
+    """A target whose group is one package, kernelpkg, pinned in its pyproject."""
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "model.py").write_text("import kernelpkg\n\nkernelpkg.launch(1)\n")
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "t"\nrequires-python = ">=3.10"\n'
+        f'dependencies = ["{pin}"]\n\n'
+        '[tool.pinbump]\ngroup = "k"\nmin-release-age = 0\n'
+        '[tool.pinbump.groups.k]\nlead = "kernelpkg"\n')
+    return root
+
+
+def snapshot(root: Path, skip: Path) -> dict[str, str]:
+    """Every file under ``root`` except under ``skip``, with its content hash."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if skip in path.parents or path == skip or not path.is_file():
+            continue
+        out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def one_line_error(err: str, *needles: str) -> None:
+    assert err.startswith("pinbump: error: ") and err.count("\n") == 1, err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    assert "Traceback" not in err
+
+
+def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# -- item 1: zip-slip ------------------------------------------------------------------------
+def slip_members(name: str) -> dict[str, str]:
+    """V2 plus a member named ``name`` and the __init__.py files that make every folder on its
+    way look importable (what a real attack would add)."""
+    files = {name: "raise SystemExit('owned')\n", **V2}
+    parts = name.split("/")
+    for depth in range(1, len(parts)):
+        files["/".join(parts[:depth]) + "/__init__.py"] = "import os\n"
+    return files
+
+
+@pytest.mark.parametrize("kind", ["dotdot", "absolute", "backslash", "drive"])
+def test_zip_slip_member_is_refused_and_nothing_is_written_outside(
+        index: HostileIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        kind: str) -> None:
+    cache = tmp_path / "cache"
+    evil = {
+        "dotdot": "../../../outside/sitecustomize.py",
+        "absolute": str(tmp_path / "abs" / "sitecustomize.py"),
+        "backslash": "kernelpkg\\..\\..\\..\\..\\outside.py",
+        "drive": "C:/outside/sitecustomize.py",
+    }[kind]
+    wheels = tmp_path / "wheels"
+    members = slip_members(evil) if kind == "dotdot" else {**V2, evil: "x = 1\n"}
+    index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", "1.0", files=V1),
+                                build_wheel(wheels, "kernelpkg", "2.0", files=members)])
+    repo = target(tmp_path / "repo")
+    before = snapshot(tmp_path, cache)
+    code, out, err = cli(["drift", "--repo", str(repo), "--index-url", index.url,
+                          "--cache-dir", str(cache), "--from", "1.0", "--to", "2.0"], capsys)
+    assert not (tmp_path / "outside").exists() and not (tmp_path / "abs").exists()
+    assert snapshot(tmp_path, cache) == before
+    assert code == 2, (out, err)
+    one_line_error(err, "kernelpkg-2.0-py3-none-any.whl", repr(evil), "unsafe member name")
+    assert not any("sitecustomize" in str(p) or "outside" in p.name for p in cache.rglob("*"))
+
+
+# -- item 10: decompression caps -------------------------------------------------------------
+def bomb_wheel(directory: Path, member: str, size: int, *, version: str = "2.0") -> Path:
+    """kernelpkg ``version`` whose ``member`` inflates to ``size`` bytes (zeros, compressed
+    while streaming so the test never holds them) from well under 1 MB on disk."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"kernelpkg-{version}-py3-none-any.whl"
+    info = f"kernelpkg-{version}.dist-info"
+    head = f"Metadata-Version: 2.1\nName: kernelpkg\nVersion: {version}\n\n".encode()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        if member != f"{info}/METADATA":
+            zf.writestr(f"{info}/METADATA", head)
+        zf.writestr("kernelpkg/__init__.py", V2["kernelpkg/__init__.py"])
+        big = zipfile.ZipInfo(member)
+        big.compress_type = zipfile.ZIP_DEFLATED
+        with zf.open(big, "w", force_zip64=True) as fh:
+            fh.write(head if member.endswith("METADATA") else b"x = 1\n")
+            chunk = b"\0" * (1 << 20)
+            for _ in range(size >> 20):
+                fh.write(chunk)
+        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n"
+                                     "Tag: py3-none-any\n")
+    assert path.stat().st_size < 1_000_000
+    return path
+
+
+def peak_of(fn: object, *args: object) -> tuple[object, int]:
+    tracemalloc.start()
+    try:
+        result = fn(*args)  # type: ignore[operator]
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_zip_bomb_metadata_is_refused_with_bounded_memory(
+        index: HostileIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bomb = bomb_wheel(tmp_path / "wheels", "kernelpkg-2.0.dist-info/METADATA", 64 << 20)
+    index.publish("kernelpkg", [build_wheel(tmp_path / "wheels", "kernelpkg", "1.0",
+                                            files=V1), bomb])
+    repo = target(tmp_path / "repo")
+    cache = tmp_path / "cache"
+    before = snapshot(tmp_path, cache)
+    code, peak = peak_of(main, ["plan", "--repo", str(repo), "--index-url", index.url,
+                                "--cache-dir", str(cache)])
+    err = capsys.readouterr().err
+    assert peak < 32 << 20, f"peak {peak / 2**20:.0f} MiB"
+    assert code == 2
+    one_line_error(err, "kernelpkg-2.0-py3-none-any.whl", "kernelpkg-2.0.dist-info/METADATA",
+                   "limit")
+    assert snapshot(tmp_path, cache) == before
+    assert sum(p.stat().st_size for p in cache.rglob("*") if p.is_file()) < 1 << 20
+
+
+@pytest.mark.parametrize("ranges", [True, False], ids=["range", "download"])
+def test_huge_source_member_is_refused_with_bounded_memory(
+        index: HostileIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        ranges: bool) -> None:
+    bomb = bomb_wheel(tmp_path / "wheels", "kernelpkg/huge.py", 64 << 20)
+    index.publish("kernelpkg", [build_wheel(tmp_path / "wheels", "kernelpkg", "1.0",
+                                            files=V1), bomb])
+    index.routes[f"/files/{bomb.name}"].ranges = ranges
+    repo = target(tmp_path / "repo")
+    cache = tmp_path / "cache"
+    code, peak = peak_of(main, ["drift", "--repo", str(repo), "--index-url", index.url,
+                                "--cache-dir", str(cache), "--from", "1.0", "--to", "2.0"])
+    err = capsys.readouterr().err
+    assert peak < 32 << 20, f"peak {peak / 2**20:.0f} MiB"
+    assert code == 2
+    one_line_error(err, "kernelpkg-2.0-py3-none-any.whl", "kernelpkg/huge.py", "limit")
+    assert sum(p.stat().st_size for p in cache.rglob("*") if p.is_file()) < 1 << 20
+
+
+def test_unsupported_and_corrupt_compression(index: HostileIndex, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    wheels = tmp_path / "wheels"
+    good = build_wheel(wheels, "kernelpkg", "2.0", files=V2)
+    with zipfile.ZipFile(good) as zf:
+        meta = next(i for i in zf.infolist() if i.filename.endswith("METADATA"))
+    data = bytearray(good.read_bytes())
+    # the compression method of METADATA, in its local header and its central directory entry
+    name = meta.filename.encode()
+    central = next(at for at in range(len(data)) if data[at:at + 4] == b"PK\x01\x02"
+                   and data[at + 46:at + 46 + len(name)] == name)
+    for offset in (meta.header_offset + 8, central + 10):
+        data[offset:offset + 2] = (99).to_bytes(2, "little")  # AES: not something we read
+    unsupported = wheels / "unsupported" / good.name
+    unsupported.parent.mkdir()
+    unsupported.write_bytes(bytes(data))
+    corrupt = wheels / "corrupt" / good.name
+    corrupt.parent.mkdir()
+    raw = bytearray(good.read_bytes())
+    start = meta.header_offset + 30 + len(meta.filename.encode())
+    raw[start:start + 8] = b"\xff" * 8  # deflate data that does not inflate
+    corrupt.write_bytes(bytes(raw))
+    repo = target(tmp_path / "repo")
+    for wheel, needle in ((unsupported, "compression"), (corrupt, "corrupt")):
+        index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", "1.0", files=V1), wheel])
+        code, _out, err = cli(["plan", "--repo", str(repo), "--index-url", index.url,
+                               "--no-cache"], capsys)
+        assert code == 2, err
+        one_line_error(err, "kernelpkg-2.0-py3-none-any.whl", needle)
+    assert os.listdir(tmp_path / "repo") == ["src", "pyproject.toml"] or \
+        sorted(os.listdir(tmp_path / "repo")) == ["pyproject.toml", "src"]
+
+
+def test_a_file_name_from_the_index_never_becomes_a_path(
+        index: HostileIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wheels = tmp_path / "wheels"
+    cache = tmp_path / "cache"
+    (cache / "src").mkdir(parents=True)
+    doc = index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", "1.0", files=V1),
+                                      build_wheel(wheels, "kernelpkg", "2.0", files=V2)])
+    files = doc["files"]
+    assert isinstance(files, list)
+    files[1]["filename"] = "kernelpkg-2.0-py3-none-any/../../../../outside.whl"
+    index.page("kernelpkg", doc)
+    repo = target(tmp_path / "repo")
+    before = snapshot(tmp_path, cache)
+    code, _out, err = cli(["drift", "--repo", str(repo), "--index-url", index.url,
+                           "--cache-dir", str(cache), "--from", "1.0", "--to", "2.0"], capsys)
+    assert code == 2
+    one_line_error(err, "kernelpkg 2.0: no wheel on")
+    assert snapshot(tmp_path, cache) == before
+    assert all(p.parent.parent == cache / "src" or cache / "src" not in p.parents
+               for p in cache.rglob("*") if p.parent.name != "src")
