@@ -7,6 +7,8 @@ import pytest
 
 pytest.importorskip("torch", reason="torch is not installed")
 
+from fp4_probe import AGREE, fp4_skip_reason
+
 import nvfp4_ref as ref
 
 pytestmark = pytest.mark.gpu
@@ -19,14 +21,15 @@ POISON = 0xAB
 
 @pytest.fixture(scope="module")
 def fp4_output_is_real(fi, torch, cuda, sm, observe) -> bool:
-    """Whether fp4_quantize really quantizes on this GPU.
+    """Whether fp4_quantize really quantizes on this GPU; skips the numeric tests only where
+    it writes nothing.
 
     FP4 (e2m1) conversion exists on sm_100 and newer. On sm_90 FlashInfer's kernel compiles
-    and runs but never writes its outputs: measured on an H200, a buffer poisoned with 0xAB
-    and handed back by the caching allocator came back unchanged, and on fresh memory the
-    output reads as all zero. Poison first, then compare with the reference; below sm_100 a
-    kernel that does not quantize is skipped with the reason, from sm_100 on it must pass.
-    """
+    and runs but never writes its outputs: measured on an H200, buffers poisoned with 0xAB and
+    handed back by the caching allocator came back unchanged, and on fresh memory the output
+    reads as all zero. The probe poisons both outputs (codes, then scales: the order in which
+    fp4_quantize allocates them), quantizes, and compares with the reference. Any other
+    mismatch runs the numeric tests, which then fail (fp4_probe.fp4_skip_reason)."""
     torch.manual_seed(0)
     rows, cols = 256, 1024
     x = torch.randn(rows, cols, device=cuda, dtype=torch.bfloat16)
@@ -39,25 +42,19 @@ def fp4_output_is_real(fi, torch, cuda, sm, observe) -> bool:
                             is_sf_swizzled_layout=False)
     torch.cuda.synchronize()
     qb, sfb = q.view(torch.uint8).cpu(), sf.view(torch.uint8).cpu().reshape(rows, -1)
-    unwritten = (qb == POISON).float().mean().item()
+    q_left = (qb == POISON).float().mean().item()
+    sf_left = (sfb == POISON).float().mean().item()
     ref_q, ref_sf, _ = ref.quantize(x.cpu(), gs.cpu())
     agree = (ref.dequantize(qb, sfb, gs.cpu()) == ref.dequantize(ref_q, ref_sf, gs.cpu())
              ).float().mean().item()
     observe("fp4_quantize.sm", sm)
-    observe("fp4_quantize.poisoned_bytes_left", round(unwritten, 5))
+    observe("fp4_quantize.poisoned_bytes_left", round(q_left, 5))
+    observe("fp4_quantize.poisoned_scale_bytes_left", round(sf_left, 5))
     observe("fp4_quantize.reference_agreement", round(agree, 5))
-    if agree >= 0.9:
-        return True
-    if sm >= 100:
-        return False  # the numeric tests run and fail: this architecture has FP4
-    if unwritten > 0.99:
-        why = ("fp4 output is all zero on fresh memory: the kernel never writes it (a buffer "
-               "poisoned with 0xAB came back unchanged)")
-    elif not (ref.unpack_codes(qb) & 0x7).any():
-        why = "fp4 output is all zero"
-    else:
-        why = f"fp4 output does not match the NVFP4 reference ({agree:.0%} of values agree)"
-    pytest.skip(f"unsupported on sm_{sm}: {why}")
+    reason = fp4_skip_reason(sm, agree, q_left, sf_left)
+    if reason:
+        pytest.skip(reason)
+    return agree >= AGREE
 
 
 @pytest.mark.parametrize(("rows", "cols"), SHAPES)
@@ -65,7 +62,6 @@ def fp4_output_is_real(fi, torch, cuda, sm, observe) -> bool:
 @pytest.mark.parametrize("swizzled", [True, False], ids=["swizzled", "linear"])
 def test_nvfp4_matches_reference(fi, torch, cuda, sm, fp4_output_is_real, rows: int,
                                  cols: int, dtype: str, swizzled: bool) -> None:
-    assert fp4_output_is_real, f"fp4_quantize does not quantize on sm_{sm}"
     torch.manual_seed(rows * 7 + cols)
     x = torch.randn(rows, cols, device=cuda, dtype=getattr(torch, dtype)) * 3
     gs = ref.global_scale_for(x).to(cuda)
@@ -88,7 +84,6 @@ def test_nvfp4_matches_reference(fi, torch, cuda, sm, fp4_output_is_real, rows: 
 def test_mxfp4_matches_reference(fi, torch, cuda, sm, fp4_output_is_real) -> None:
     if not hasattr(fi, "mxfp4_quantize"):
         pytest.skip(f"flashinfer {fi.__version__} has no mxfp4_quantize")
-    assert fp4_output_is_real, f"fp4_quantize does not quantize on sm_{sm}"
     torch.manual_seed(3)
     x = torch.randn(256, 1024, device=cuda, dtype=torch.bfloat16)
     q, sf = fi.mxfp4_quantize(x)
