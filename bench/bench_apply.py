@@ -22,8 +22,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from bot.adapters.tree import read_tree  # noqa: E402
 from bot.cli import main  # noqa: E402
-from bot.commands.pipeline import PlanOptions, planned  # noqa: E402
+from bot.commands.context import PlanOptions  # noqa: E402
 from bot.core.editset import compute_edits, unified_diff  # noqa: E402
+from planning import planned  # noqa: E402
 from servers import pypiserver  # noqa: E402
 from test_apply import TREE, publish, write_tree  # noqa: E402
 
@@ -83,7 +84,7 @@ def main_bench() -> None:
             with planned(PlanOptions(repo=repo, index_url=pypi.url, cache_dir=cache)) as done:
                 start = time.perf_counter()
                 tree = read_tree(repo)
-                edits, _ = compute_edits(done.plan, done.policy, tree.text)
+                edits, _ = compute_edits(done.plan, done.ws.policy, tree.text)
                 unified_diff(edits)
                 edit_phase.append(time.perf_counter() - start)
         files = len(tree.text)

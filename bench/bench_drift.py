@@ -16,8 +16,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bot.adapters.http import HttpClient
-from bot.commands.pipeline import PlanOptions, run_drift
+from bot.commands.context import PlanOptions, Services, load_workspace, open_services
+from bot.commands.drift import DriftOutcome, drift
 
 ROOT = Path(__file__).resolve().parents[1]
 CALLER = '''"""Module {i}."""
@@ -55,6 +55,15 @@ def generate(root: Path, n: int) -> int:
     return calling
 
 
+
+def run_drift(opts: PlanOptions, services: Services | None = None) -> DriftOutcome:
+    """One drift command: the workspace read, then the drift (its own services if none)."""
+    ws = load_workspace(opts.repo, opts.overrides)
+    if services is not None:
+        return drift(ws, services, "0.6.8.post1", "0.6.11")
+    with open_services(opts) as own:
+        return drift(ws, own, "0.6.8.post1", "0.6.11")
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=2000)
@@ -67,11 +76,11 @@ def main() -> None:
         calling = generate(repo, args.files)
         cache = Path(tmp) / "cache"
         opts = PlanOptions(repo=repo, cache_dir=cache)
-        with HttpClient(cache) as http:
+        with open_services(opts) as services:
             start = time.perf_counter()
-            outcome = run_drift(opts, "0.6.8.post1", "0.6.11", http=http)
+            outcome = run_drift(opts, services)
             first = time.perf_counter() - start
-            fetched = http.stats.bytes_received
+            fetched = services.http.stats.bytes_received
         assert outcome.old is not None and outcome.new is not None
         print(f"first run (downloads included): {first:.2f} s, {fetched / 1e6:.1f} MB fetched "
               f"({outcome.old.how} / {outcome.new.how})")
@@ -79,10 +88,10 @@ def main() -> None:
         for _ in range(args.repeats):
             shutil.rmtree(cache / "api")  # keep the sources: downloads excluded
             start = time.perf_counter()
-            run_drift(opts, "0.6.8.post1", "0.6.11")
+            run_drift(opts)
             colds.append(time.perf_counter() - start)
             start = time.perf_counter()
-            outcome = run_drift(opts, "0.6.8.post1", "0.6.11")
+            outcome = run_drift(opts)
             warms.append(time.perf_counter() - start)
         r = outcome.report
         print(f"{args.files} generated files + examples/sglang ({r.files_scanned} .py files, "

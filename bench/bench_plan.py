@@ -18,18 +18,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from bot.adapters.http import HttpClient  # noqa: E402
-from bot.commands.pipeline import PlanOptions, planned  # noqa: E402
+from bot.commands.context import PlanOptions, load_workspace, open_services  # noqa: E402
+from bot.commands.plan import plan  # noqa: E402
 from servers import pypiserver  # noqa: E402
 from targets import write_target  # noqa: E402
 
 
 def timed_plan(opts: PlanOptions) -> Timing:
-    with HttpClient(opts.cache) as http:
+    with open_services(opts) as services:
         start = time.perf_counter()
-        with planned(opts, http=http) as done:
-            elapsed = time.perf_counter() - start
-            return elapsed, http.stats.requests, http.stats.bytes_received, done.plan.lead_target
+        done = plan(load_workspace(opts.repo, opts.overrides), services, opts.as_of)
+        elapsed = time.perf_counter() - start
+        http = services.http
+        return elapsed, http.stats.requests, http.stats.bytes_received, done.lead_target
 
 
 Timing = tuple[float, int, int, str]  # seconds, requests, bytes, chosen lead version

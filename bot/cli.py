@@ -16,7 +16,7 @@ from bot import __version__
 from bot.errors import InputError, PinbumpError
 
 if TYPE_CHECKING:
-    from bot.commands.pipeline import PlanOptions
+    from bot.commands.context import PlanOptions
     from bot.commands.pr import GitHubOptions
 
 
@@ -216,11 +216,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from bot.commands.pipeline import PlanOptions, load_target
+    from bot.commands.context import load_workspace
     from bot.commands.pr import run_pr_gate
 
     gh_opts = _github_options(args)
-    _, policy = load_target(PlanOptions(repo=args.repo))
+    policy = load_workspace(args.repo).policy
     return run_pr_gate(gh_opts, args.pr, policy, out=sys.stderr,
                        reports=args.reports).exit_code
 
@@ -228,17 +228,17 @@ def cmd_gate(args: argparse.Namespace) -> int:
 def cmd_pins(args: argparse.Namespace) -> int:
     import json
 
-    from bot.commands.pipeline import PlanOptions, load_target
+    from bot.commands.context import load_workspace
 
-    target, policy = load_target(PlanOptions(repo=args.repo, group=args.group))
-    group = policy.active_group
-    if args.file:
-        target.pins = [p for p in target.pins if p.file == Path(args.file).as_posix()]
+    ws = load_workspace(args.repo, {"group": args.group})
+    group = ws.group
+    pins = [p for p in ws.target.pins
+            if not args.file or p.file == Path(args.file).as_posix()]
     if args.package:
         from packaging.utils import canonicalize_name
 
         name = canonicalize_name(args.package)
-        versions = sorted({str(p.current) for p in target.pins_of(name) if p.current})
+        versions = sorted({str(p.current) for p in pins if p.package == name and p.current})
         if len(versions) != 1:
             found = ", ".join(versions) or "no pinned version"
             raise InputError(f"{name}: expected one pinned version under {args.repo}, found "
@@ -247,7 +247,7 @@ def cmd_pins(args: argparse.Namespace) -> int:
         return 0
     rows = [{"package": p.package, "requirement": p.requirement, "file": p.file,
              "line": p.line, "section": p.section}
-            for name in group.members for p in target.pins_of(name)]
+            for name in group.members for p in pins if p.package == name]
     if args.json:
         print(json.dumps({"group": group.name, "pins": rows}, indent=2))
     else:
@@ -265,10 +265,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_install_workflows(args: argparse.Namespace) -> int:
+    from bot.commands.context import load_workspace
     from bot.commands.install_workflows import WorkflowSettings, install, parse_runner_labels
-    from bot.commands.pipeline import PlanOptions, load_target
 
-    _, policy = load_target(PlanOptions(repo=args.repo))
+    policy = load_workspace(args.repo).policy
     runners = parse_runner_labels(args.runner_labels) if args.runner_labels else \
         dict(policy.runner_labels)
     settings = WorkflowSettings(runners=runners, python=args.python,
@@ -297,7 +297,7 @@ def progress(message: str) -> Iterator[None]:
 
 
 def plan_options(args: argparse.Namespace) -> PlanOptions:
-    from bot.commands.pipeline import PlanOptions
+    from bot.commands.context import PlanOptions
 
     return PlanOptions(repo=args.repo, group=args.group, as_of=args.as_of,
                        index_url=args.index_url, min_release_age=args.min_release_age,
@@ -306,44 +306,52 @@ def plan_options(args: argparse.Namespace) -> PlanOptions:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from bot.commands.pipeline import planned
+    from bot.commands.context import load_workspace, open_services
+    from bot.commands.plan import plan
     from bot.render.report import plan_json, plan_text
 
-    with planned(plan_options(args), status=None if args.json else progress) as done:
-        sys.stdout.write(plan_json(done.plan) if args.json else plan_text(done.plan))
+    opts = plan_options(args)
+    ws = load_workspace(opts.repo, opts.overrides)
+    with open_services(opts, progress=None if args.json else progress) as services:
+        result = plan(ws, services, opts.as_of)
+    sys.stdout.write(plan_json(result) if args.json else plan_text(result))
     return 0
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from bot.adapters.tree import read_tree
-    from bot.adapters.writer import write_all
-    from bot.commands.pipeline import planned
-    from bot.core.edits import bumps_from_plan
-    from bot.core.editset import compute_edits, edits_json, edits_text, unified_diff
+    from bot.commands.apply import apply
+    from bot.commands.context import load_workspace, open_services
+    from bot.commands.plan import plan
+    from bot.core.editset import edits_json, edits_text, unified_diff
 
-    with planned(plan_options(args), status=None if args.json else progress) as done:
-        tree = read_tree(done.target.root)
-        edits, notes = compute_edits(done.plan, done.policy, tree.text)
-        bumps = bumps_from_plan(done.plan, done.policy.active_group)
-    write = not args.dry_run and bool(edits.files)
-    if write:
-        write_all(tree.root, {f.path: f.new.encode("utf-8") for f in edits.files}, tree.raw)
+    opts = plan_options(args)
+    ws = load_workspace(opts.repo, opts.overrides)
+    with open_services(opts, progress=None if args.json else progress) as services:
+        result = plan(ws, services, opts.as_of)
+    applied = apply(ws, result, write=not args.dry_run)
     if args.json:
-        sys.stdout.write(edits_json(edits, notes, written=write))
+        sys.stdout.write(edits_json(applied.edits, applied.notes, written=applied.written))
     elif args.dry_run:
-        sys.stdout.write(unified_diff(edits))
-        sys.stderr.write(edits_text(edits, notes, written=False, bumps=bumps))
+        sys.stdout.write(unified_diff(applied.edits))
+        sys.stderr.write(edits_text(applied.edits, applied.notes, written=False,
+                                    bumps=applied.bumps))
     else:
-        sys.stdout.write(edits_text(edits, notes, written=write, bumps=bumps))
+        sys.stdout.write(edits_text(applied.edits, applied.notes, written=applied.written,
+                                    bumps=applied.bumps))
     return 0
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    from bot.commands.pipeline import run_drift
+    from bot.commands.context import load_workspace, open_services
+    from bot.commands.drift import drift
     from bot.render.report import drift_json, drift_markdown, drift_text
 
-    with progress("loading both versions of the lead package"):
-        outcome = run_drift(plan_options(args), args.from_version, args.to_version, args.fix)
+    opts = plan_options(args)
+    ws = load_workspace(opts.repo, opts.overrides)
+    with open_services(opts) as services, \
+            progress("loading both versions of the lead package"):
+        outcome = drift(ws, services, args.from_version, args.to_version, fix=args.fix,
+                        as_of=opts.as_of)
     report = outcome.report
     if args.json:
         sys.stdout.write(drift_json(report))

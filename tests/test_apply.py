@@ -15,8 +15,9 @@ import pytest
 from bot.adapters.tree import read_tree
 from bot.adapters.writer import WriteError, write_all
 from bot.cli import main
-from bot.commands.pipeline import PlanOptions, planned
+from bot.commands.context import PlanOptions
 from bot.core.editset import compute_edits
+from planning import planned
 from servers import PypiServer
 
 OLD = datetime.now(timezone.utc) - timedelta(days=60)
@@ -180,7 +181,7 @@ def test_file_changed_between_read_and_write(pypi: PypiServer, tmp_path: Path) -
     repo = write_tree(tmp_path / "repo")
     with planned(PlanOptions(repo=repo, index_url=pypi.url)) as done:
         tree = read_tree(repo)
-        edits, _ = compute_edits(done.plan, done.policy, tree.text)
+        edits, _ = compute_edits(done.plan, done.ws.policy, tree.text)
     assert len(edits.files) == 5
     (repo / "python/sglang/srt/utils/common.py").write_text("# edited by a human meanwhile\n")
     before = snapshot(repo)

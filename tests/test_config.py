@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from bot.commands.pipeline import PlanOptions, load_target
+from bot.commands.context import PlanOptions, load_workspace
 from bot.core.config import Policy, parse_config
 from bot.errors import ConfigError
 from targets import write_target
@@ -63,18 +63,18 @@ def test_invalid_config_names_the_key(raw: dict[str, object], where: str, messag
 
 def test_layers_defaults_then_file_then_flags(tmp_path: Path) -> None:
     write_target(tmp_path, tool='min-release-age = 5\nindex-url = "http://file.invalid/simple"\n')
-    _, policy = load_target(PlanOptions(repo=tmp_path))
+    policy = load_workspace(tmp_path).policy
     assert (policy.min_release_age_days, policy.index_url) == (5, "http://file.invalid/simple")
     assert policy.source == "python/pyproject.toml"
-    _, policy = load_target(PlanOptions(repo=tmp_path, min_release_age=0,
-                                        index_url="http://flag.invalid/simple"))
+    policy = load_workspace(tmp_path, PlanOptions(
+        repo=tmp_path, min_release_age=0, index_url="http://flag.invalid/simple").overrides).policy
     assert (policy.min_release_age_days, policy.index_url) == (0, "http://flag.invalid/simple")
     assert Policy().min_release_age_days == 3
 
 
 def test_pinbump_toml_wins_over_pyproject(tmp_path: Path) -> None:
     write_target(tmp_path, tool="min-release-age = 5\n", config="min-release-age = 1\n")
-    _, policy = load_target(PlanOptions(repo=tmp_path))
+    policy = load_workspace(tmp_path).policy
     assert policy.min_release_age_days == 1
     assert policy.source == "pinbump.toml"
 
@@ -82,6 +82,7 @@ def test_pinbump_toml_wins_over_pyproject(tmp_path: Path) -> None:
 def test_config_groups_are_discovered(tmp_path: Path) -> None:
     write_target(tmp_path, pins=['"triton==3.1.0"'],
                  config='group = "tri"\n[groups.tri]\nlead = "triton"\n')
-    target, policy = load_target(PlanOptions(repo=tmp_path))
+    ws = load_workspace(tmp_path)
+    target, policy = ws.target, ws.policy
     assert policy.active_group.lead == "triton"
     assert [p.where for p in target.pins_of("triton")] == ["python/pyproject.toml:7"]

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.adapters.tree import discover
 from bot.core.config import BUILTIN_GROUPS
-from bot.core.discovery import discover, parse_pyproject, parse_requirements
+from bot.core.discovery import parse_pyproject, parse_requirements
 from bot.errors import InputError
 
 NAMES = set(BUILTIN_GROUPS["flashinfer"].members)

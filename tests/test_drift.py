@@ -178,16 +178,16 @@ def test_drift_command_json_fix_and_cache(pypi: PypiServer, tmp_path: Path,
 
 def test_drift_range_reads_and_bad_version(pypi: PypiServer, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from bot.adapters.http import HttpClient
-    from bot.commands.pipeline import PlanOptions, run_drift
+    from bot.commands.context import PlanOptions, open_services
+    from planning import run_drift
 
     publish(pypi)
     repo = target_repo(tmp_path / "repo")
     opts = PlanOptions(repo=repo, index_url=pypi.url, cache_dir=tmp_path / "cache")
-    with HttpClient(opts.cache) as http:
-        outcome = run_drift(opts, "1.0", "2.0", http=http)
+    with open_services(opts) as services:
+        outcome = run_drift(opts, "1.0", "2.0", services)
         assert outcome.new is not None and outcome.new.how == "range"
-        assert http.stats.bytes_received < 500_000  # the wheel is over 2 MB
+        assert services.http.stats.bytes_received < 500_000  # the wheel is over 2 MB
     outcome = run_drift(opts, "1.0", "2.0")
     assert outcome.new is not None and outcome.new.how == "cache"
     assert main(["drift", "--repo", str(repo), "--index-url", pypi.url, "--from", "1.0",
@@ -229,7 +229,8 @@ def test_main_package(paths: list[str], dist: str, expected: str | None) -> None
 
 def test_sources_come_from_a_verified_download_without_range(static, tmp_path: Path) -> None:
     """A static index served without Range support: the whole wheel, sha256 checked."""
-    from bot.commands.pipeline import PlanOptions, run_drift
+    from bot.commands.context import PlanOptions
+    from planning import run_drift
 
     static.add("kernelpkg", "1.0", files=V1, uploaded=OLD)
     static.add("kernelpkg", "2.0", files=V2, uploaded=OLD)

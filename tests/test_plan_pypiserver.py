@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.http import HttpClient
 from bot.cli import main
-from bot.commands.pipeline import PlanOptions, planned
+from bot.commands.context import PlanOptions
+from planning import planned
 from servers import PypiServer
 from targets import write_target
 
@@ -139,18 +139,20 @@ def test_metadata_is_read_with_range_requests_and_cached(pypi: PypiServer, tmp_p
     pypi.add("flashinfer-cubin", "0.6.12", uploaded=OLD)
     repo = write_target(tmp_path / "repo")
     opts = PlanOptions(repo=repo, index_url=pypi.url, cache_dir=tmp_path / "cache")
-    with HttpClient(opts.cache) as http, planned(opts, http=http) as cold:
+    with planned(opts) as cold:
+        http = cold.services.http
         assert cold.plan.lead_target == "0.6.12"
-        assert cold.index.metadata_sources[f"{pypi.base}/packages/{big.name}"] == "range"
+        assert cold.services.index.metadata_sources[f"{pypi.base}/packages/{big.name}"] == "range"
         cold_bytes, cold_requests = http.stats.bytes_received, http.stats.requests
     assert big.stat().st_size > 4_000_000
     assert cold_bytes < 400_000, cold_bytes  # the 4 MB wheel was not downloaded
-    with HttpClient(opts.cache) as http, planned(opts, http=http) as warm:
+    with planned(opts) as warm:
+        http = warm.services.http
         assert warm.plan.lead_target == "0.6.12"
         warm_requests = http.stats.requests
         assert http.stats.bytes_received < cold_bytes / 4
     assert warm_requests < cold_requests
-    assert warm.index.metadata_sources == {}  # every metadata read came from the disk cache
+    assert warm.services.index.metadata_sources == {}  # all metadata came from the disk cache
 
 
 def test_unknown_lockstep_package_pinned_is_an_error(pypi: PypiServer, tmp_path: Path,

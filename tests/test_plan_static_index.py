@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.http import HttpClient
 from bot.cli import main
-from bot.commands.pipeline import PlanOptions, planned
+from bot.commands.context import PlanOptions
 from bot.errors import MetadataError
+from planning import planned
 from servers import StaticIndex
 from targets import write_target
 
@@ -53,8 +53,8 @@ def test_metadata_sources(static: StaticIndex, tmp_path: Path) -> None:
     stack(static)
     repo = write_target(tmp_path / "repo")
     opts = PlanOptions(repo=repo, index_url=static.url, min_release_age=0, no_cache=True)
-    with HttpClient(None) as http, planned(opts, http=http) as done:
-        sources = done.index.metadata_sources
+    with planned(opts) as done:
+        sources = done.services.index.metadata_sources
         assert done.plan.lead_target == "0.6.12"
     by_name = {url.rsplit("/", 1)[-1]: how for url, how in sources.items()}
     assert by_name["flashinfer_python-0.6.12-py3-none-any.whl"] == "pep658"
@@ -65,7 +65,8 @@ def test_download_fallback_verifies_sha256(static: StaticIndex, tmp_path: Path) 
     repo = write_target(tmp_path / "repo")
     opts = PlanOptions(repo=repo, index_url=static.url, min_release_age=0, no_cache=True)
     with planned(opts) as done:
-        by_name = {u.rsplit("/", 1)[-1]: h for u, h in done.index.metadata_sources.items()}
+        by_name = {u.rsplit("/", 1)[-1]: h
+                   for u, h in done.services.index.metadata_sources.items()}
     assert by_name["flashinfer_python-0.6.12-py3-none-any.whl"] == "download"
     # Now corrupt the wheel on the server: the hash on the index page no longer matches.
     wheel = static.root / "packages" / "flashinfer_python-0.6.12-py3-none-any.whl"
@@ -92,9 +93,10 @@ def test_pages_are_revalidated_from_the_disk_cache(static: StaticIndex, tmp_path
     repo = write_target(tmp_path / "repo")
     opts = PlanOptions(repo=repo, index_url=static.url, min_release_age=0,
                        cache_dir=tmp_path / "cache")
-    with HttpClient(opts.cache) as http, planned(opts, http=http) as first:
-        assert http.stats.not_modified == 0
-    with HttpClient(opts.cache) as http, planned(opts, http=http) as second:
+    with planned(opts) as first:
+        assert first.services.http.stats.not_modified == 0
+    with planned(opts) as second:
+        http = second.services.http
         assert http.stats.not_modified == 4  # each page of the group (jit-cache: 404)
         assert http.stats.requests == 5  # metadata and upload times came from the cache
     assert second.plan.changes == first.plan.changes

@@ -3,15 +3,14 @@ from __future__ import annotations
 import cmarkgfm
 import pytest
 
-from bot.adapters.github import Check
+from bot.core.decisions import decide
 from bot.core.drift import DriftReport, Finding
 from bot.core.edits import Edit, EditSet, FileEdit, Mention
-from bot.core.models import Change, Plan, Rejection
+from bot.core.models import Change, Check, Plan, Rejection
 from bot.core.prbody import (
     BODY_LIMIT,
     GateInfo,
     dashboard_body,
-    decide,
     failure_comment,
     pr_body,
     pr_title,

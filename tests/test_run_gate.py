@@ -14,6 +14,7 @@ import pytest
 
 from bot.cli import main
 from github_emulator import GitHubEmulator
+from reads import count_reads
 from servers import PypiServer
 from test_apply import TREE
 
@@ -287,10 +288,23 @@ def test_nothing_to_bump_says_so(tmp_path: Path, pypi: PypiServer,
     assert w.emu.violations == []
 
 
+def git_dir_state(checkout: Path) -> dict[str, bytes]:
+    """Every file of the checkout's .git folder (refs, objects, worktrees, config)."""
+    return {p.relative_to(checkout).as_posix(): p.read_bytes()
+            for p in sorted((checkout / ".git").rglob("*")) if p.is_file()}
+
+
 def test_dry_run_pushes_and_writes_nothing(world: World, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("GITHUB_TOKEN")  # a dry run needs no token
+    before = git_dir_state(world.checkout)
+    reads = count_reads(monkeypatch)
     assert world.run("--dry-run") == 0
+    after = git_dir_state(world.checkout)
+    assert after == before  # no ref (refs/pinbump/*, remote-tracking), object or worktree
+    assert reads.config_parses == 1
+    [walk] = [w for w in reads.walks if "pinbump-" in w]  # the scratch checkout, once
+    assert reads.walks_of(world.checkout) == []
     captured = capsys.readouterr()
     assert "### API drift: `flashinfer-python` 0.6.8.post1 → 0.6.11" in captured.out
     assert "dry run: would push pinbump/flashinfer-0.6.11" in captured.err
@@ -339,3 +353,10 @@ def test_the_bump_is_made_against_the_remote_base(world: World,
     assert '"requests",' in git(world.bare, "show", f"{branch}:python/pyproject.toml")
     assert "requests==1.0" in pyproject.read_text()  # the checkout itself is left alone
     assert "pinbump-" not in git(world.checkout, "worktree", "list")
+    assert "pinbump" not in git(world.checkout, "for-each-ref")
+    # with the bot branch now on the remote, a dry run still writes nothing here (it used to
+    # fetch the branch into refs/pinbump/*)
+    before = git_dir_state(world.checkout)
+    assert world.run("--dry-run") == 0
+    assert git_dir_state(world.checkout) == before
+    assert "pinbump" not in git(world.checkout, "for-each-ref")

@@ -8,9 +8,10 @@ and scrubbed from every error message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
+from bot.core.models import Check, CheckState, IssueInfo, PullInfo
 from bot.errors import PinbumpError
 
 DEFAULT_API = "https://api.github.com"
@@ -18,38 +19,6 @@ DEFAULT_API = "https://api.github.com"
 
 class GitHubError(PinbumpError):
     """A GitHub API call failed."""
-
-
-@dataclass(frozen=True)
-class PullInfo:
-    number: int
-    head_ref: str
-    head_sha: str
-    base_ref: str
-    title: str
-    body: str
-    state: str
-    merged: bool
-    labels: tuple[str, ...]
-    url: str
-
-
-@dataclass(frozen=True)
-class IssueInfo:
-    number: int
-    title: str
-    body: str
-    url: str
-
-
-@dataclass(frozen=True)
-class Check:
-    """A check run or a commit status on one SHA, in one vocabulary."""
-
-    name: str
-    state: str  # success | failure | pending
-    url: str
-    sha: str
 
 
 class GitHub:
@@ -97,7 +66,7 @@ class GitHub:
     @staticmethod
     def _pull(pr: Any) -> PullInfo:
         return PullInfo(number=pr.number, head_ref=pr.head.ref, head_sha=pr.head.sha,
-                        base_ref=pr.base.ref, title=pr.title, body=pr.body or "",
+                        title=pr.title, body=pr.body or "",
                         state=pr.state, merged=bool(pr.merged_at),
                         labels=tuple(label.name for label in pr.labels), url=pr.html_url)
 
@@ -196,14 +165,15 @@ class GitHub:
             if run.get("head_sha") != sha:
                 continue
             if run.get("status") != "completed":
-                state = "pending"
+                state = CheckState.PENDING
             elif run.get("conclusion") in ("success", "neutral", "skipped"):
-                state = "success"
+                state = CheckState.SUCCESS
             else:
-                state = "failure"
+                state = CheckState.FAILURE
             out.append(Check(run["name"], state, run.get("html_url") or "", sha))
         for status in combined.get("statuses", []):
-            state = {"success": "success", "pending": "pending"}.get(status["state"], "failure")
+            state = {"success": CheckState.SUCCESS, "pending": CheckState.PENDING}.get(
+                status["state"], CheckState.FAILURE)
             out.append(Check(status["context"], state, status.get("target_url") or "", sha))
         return out
 
@@ -215,3 +185,92 @@ class GitHub:
         self._call(f"setting status {context} on {sha[:12]}",
                    self._gh.requester.requestJsonAndCheck, "POST",
                    f"/repos/{self._repo_name}/statuses/{sha}", input=body)
+
+
+class GitHubPort(Protocol):
+    """What the commands ask of GitHub: the real client, or the dry run's recorder."""
+
+    def open_pulls(self, base: str, head_prefix: str) -> list[PullInfo]: ...
+    def pull(self, number: int) -> PullInfo: ...
+    def create_pull(self, *, title: str, body: str, head: str, base: str) -> PullInfo: ...
+    def edit_pull(self, number: int, **fields: Any) -> None: ...
+    def merge(self, number: int, sha: str, method: str, title: str) -> None: ...
+    def request_reviewers(self, number: int, reviewers: list[str]) -> None: ...
+    def comments(self, number: int) -> list[str]: ...
+    def comment(self, number: int, body: str) -> None: ...
+    def ensure_labels(self, names: list[str]) -> None: ...
+    def add_labels(self, number: int, names: list[str]) -> None: ...
+    def find_issue(self, title: str, label: str) -> IssueInfo | None: ...
+    def create_issue(self, title: str, body: str, labels: list[str]) -> IssueInfo: ...
+    def edit_issue(self, number: int, body: str) -> None: ...
+    def dispatch(self, workflow: str, ref: str, inputs: dict[str, str]) -> None: ...
+    def checks(self, sha: str) -> list[Check]: ...
+    def set_status(self, sha: str, context: str, state: str, target_url: str = "",
+                   description: str = "") -> None: ...
+
+
+@dataclass
+class RecordingGitHub:
+    """The dry run's GitHub: it is never contacted (a dry run needs no token); reads find
+    nothing, writes are recorded in ``calls`` and answered with placeholders."""
+
+    calls: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+    _pulls: dict[int, PullInfo] = field(default_factory=dict)
+
+    def _record(self, name: str, *args: Any) -> None:
+        self.calls.append((name, args))
+
+    def open_pulls(self, base: str, head_prefix: str) -> list[PullInfo]:
+        return []
+
+    def pull(self, number: int) -> PullInfo:
+        return self._pulls[number]
+
+    def create_pull(self, *, title: str, body: str, head: str, base: str) -> PullInfo:
+        self._record("create_pull", title, head, base)
+        number = len(self._pulls) + 1
+        pr = PullInfo(number, head, "", title, body, "open", False, (),
+                      f"a new PR for {head} (dry run)")
+        self._pulls[number] = pr
+        return pr
+
+    def edit_pull(self, number: int, **fields: Any) -> None:
+        self._record("edit_pull", number, fields)
+
+    def merge(self, number: int, sha: str, method: str, title: str) -> None:
+        self._record("merge", number, sha, method)
+
+    def request_reviewers(self, number: int, reviewers: list[str]) -> None:
+        self._record("request_reviewers", number, tuple(reviewers))
+
+    def comments(self, number: int) -> list[str]:
+        return []
+
+    def comment(self, number: int, body: str) -> None:
+        self._record("comment", number)
+
+    def ensure_labels(self, names: list[str]) -> None:
+        self._record("ensure_labels", tuple(names))
+
+    def add_labels(self, number: int, names: list[str]) -> None:
+        self._record("add_labels", number, tuple(names))
+
+    def find_issue(self, title: str, label: str) -> IssueInfo | None:
+        return None
+
+    def create_issue(self, title: str, body: str, labels: list[str]) -> IssueInfo:
+        self._record("create_issue", title)
+        return IssueInfo(0, title, body, "the dashboard issue (dry run)")
+
+    def edit_issue(self, number: int, body: str) -> None:
+        self._record("edit_issue", number)
+
+    def dispatch(self, workflow: str, ref: str, inputs: dict[str, str]) -> None:
+        self._record("dispatch", workflow, ref, tuple(sorted(inputs.items())))
+
+    def checks(self, sha: str) -> list[Check]:
+        return []
+
+    def set_status(self, sha: str, context: str, state: str, target_url: str = "",
+                   description: str = "") -> None:
+        self._record("set_status", sha, context, state)

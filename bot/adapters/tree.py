@@ -1,28 +1,44 @@
-"""Read a target's text files once (the adapter behind apply's pure editors)."""
+"""Read a target's text files once: the one tree reader.
+
+Every command reads the target through ``read_tree`` exactly once; discovery, the config,
+apply's editors and drift's call-site scan all work on the ``Tree`` it returns.
+"""
 
 from __future__ import annotations
 
-import fnmatch
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.core.discovery import SKIP_DIRS
+from bot.core.discovery import SKIP_DIRS, Target, find_pins
+from bot.errors import InputError
 
 MAX_BYTES = 2 * 1024 * 1024
-DOCKERFILE_GLOBS = ("Dockerfile", "*.Dockerfile", "Dockerfile.*", "*.dockerfile")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Tree:
     root: Path
-    raw: dict[str, bytes]  # relative posix path -> bytes as read
+    raw: dict[str, bytes]  # relative posix path -> bytes as read (walk order)
     text: dict[str, str]  # the same, decoded (files that are not UTF-8 text are left out)
+    undecodable: dict[str, str] = field(default_factory=dict)  # path -> why it is not text
+
+
+def _why_not_text(data: bytes) -> str | None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.reason
+    return "contains NUL bytes" if b"\0" in data else None
 
 
 def read_tree(root: Path) -> Tree:
+    """Every regular file under ``root`` (vendored and hidden folders skipped), read once."""
+    if not root.is_dir():
+        raise InputError(f"{root}: not a directory (pass the target repository with --repo)")
     raw: dict[str, bytes] = {}
     text: dict[str, str] = {}
+    undecodable: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(filenames):
@@ -33,17 +49,16 @@ def read_tree(root: Path) -> Tree:
                 data = path.read_bytes()
             except OSError:
                 continue
-            if b"\0" in data:
-                continue
-            try:
-                decoded = data.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
             rel = path.relative_to(root).as_posix()
-            raw[rel], text[rel] = data, decoded
-    return Tree(root=root, raw=raw, text=text)
+            why = _why_not_text(data)
+            if why is not None:
+                undecodable[rel] = why
+                continue
+            raw[rel], text[rel] = data, data.decode("utf-8")
+    return Tree(root=root, raw=raw, text=text, undecodable=undecodable)
 
 
-def is_dockerfile(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatch(name, g) for g in DOCKERFILE_GLOBS)
+def discover(root: Path, names: set[str]) -> Target:
+    """Read the tree under ``root`` and find the pins of ``names`` (one walk)."""
+    tree = read_tree(root)
+    return find_pins(root, tree.text, names, tree.undecodable)

@@ -1,43 +1,51 @@
 """pinbump run and pinbump gate: plan, apply and drift put on GitHub.
 
-Wiring only: the decisions (what to write, what the body says, whether the gate passed) are
-made by the pure modules; git and GitHub are reached through their adapters.
+Wiring only: the decisions (what to write, what the body says, what to do with the PRs,
+whether the gate passed) are pure functions of ``bot.core``; git and GitHub are reached
+through the services. A dry run is services that record instead of acting: its git pushes
+nothing, its GitHub is never contacted, and nothing is written into the user's repository.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from bot.adapters.git import Git
-from bot.adapters.github import DEFAULT_API, GitHub, PullInfo
-from bot.adapters.http import HttpClient
-from bot.adapters.tree import read_tree
-from bot.adapters.writer import write_all
-from bot.commands.pipeline import PlanOptions, planned, run_drift
+from bot.adapters.git import Git, RecordingGit, remote_url, scratch_checkout, url_host
+from bot.adapters.github import DEFAULT_API, GitHub, GitHubPort, RecordingGitHub
+from bot.commands.apply import apply
+from bot.commands.context import PlanOptions, Services, load_workspace, open_services
+from bot.commands.drift import drift
+from bot.commands.plan import plan as make_plan
 from bot.core.config import Policy
+from bot.core.decisions import (
+    DashboardAction,
+    GateAction,
+    GateState,
+    PrAction,
+    decide,
+    decide_dashboard,
+    decide_gate,
+    decide_pr,
+    supersede_comment,
+)
 from bot.core.drift import DriftReport
-from bot.core.editset import compute_edits
-from bot.core.models import Plan
+from bot.core.models import Plan, PullInfo
 from bot.core.prbody import (
     DASHBOARD_TITLE,
     GateInfo,
     dashboard_body,
-    decide,
     failure_comment,
     pr_body,
     pr_title,
 )
+from bot.core.workspace import Workspace
 from bot.errors import InputError, PinbumpError
 
 GATE_INPUTS = ("pr", "sha")  # the inputs of the gate workflow's workflow_dispatch
+DASHBOARD_LABEL = "pinbump"
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,29 @@ class GitHubOptions:
         return token or None
 
 
+@dataclass(frozen=True)
+class BotServices:
+    """The command's services plus git (working in the scratch checkout) and GitHub."""
+
+    base: Services
+    git: Git
+    github: GitHubPort
+
+    @property
+    def dry_run(self) -> bool:
+        return isinstance(self.github, RecordingGitHub)
+
+    def say(self, line: str) -> None:
+        self.base.say(line)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    base: str  # the base branch
+    url: str  # the remote's URL: fetched from, pushed to
+    as_of: str | None = None
+
+
 @dataclass
 class RunResult:
     action: str  # nothing | opened | updated | unchanged | dry-run
@@ -74,153 +105,119 @@ class RunResult:
     body: str = ""
 
 
-def _say(out: IO[str]) -> Callable[[str], None]:
-    return lambda line: print(f"pinbump: {line}", file=out)
-
-
 def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_run: bool,
             remote: str = "origin", out: IO[str]) -> RunResult:
-    say = _say(out)
+    """The door of ``pinbump run``: services built once, the base checked out once."""
     token = gh_opts.token(needed=not dry_run)
     root = plan_opts.repo
     if Git(root).run("rev-parse", "--is-inside-work-tree", check=False) != "true":
         raise InputError(f"{root}: not a git checkout (pinbump run commits and pushes)")
-    git = Git(root, token, host=_remote_host(Git(root), remote))
-    git.run("fetch", "--quiet", remote, f"+refs/heads/{base}:refs/remotes/{remote}/{base}")
-    with base_worktree(git, f"{remote}/{base}") as worktree:
-        return _run_on(worktree, git, replace(plan_opts, repo=worktree), gh_opts, token, base,
-                       dry_run, remote, say)
+    url = remote_url(Git(root), remote)
+    git = (RecordingGit if dry_run else Git)(root, token, host=url_host(url))
+    github: GitHubPort = RecordingGitHub() if dry_run else gh_opts.client(token or "")
+    with open_services(plan_opts, out=out) as services, \
+            scratch_checkout(git, url, base) as scratch:
+        ws = load_workspace(scratch.cwd, plan_opts.overrides)
+        bot = BotServices(services, scratch, github)
+        return bump(ws, bot, RunOptions(base, url, plan_opts.as_of))
 
 
-def _remote_host(git: Git, remote: str) -> str:
-    """The host the push goes to (github.com, or a GitHub Enterprise host)."""
-    url = git.run("remote", "get-url", remote, check=False)
-    match = re.match(r"https?://(?:[^@/]+@)?([^/:]+)", url)
-    return match.group(1) if match else "github.com"
-
-
-@contextmanager
-def base_worktree(git: Git, ref: str) -> Iterator[Path]:
-    """A throw-away worktree of ``ref``: the bump is made against the remote base, never
-    against whatever the local checkout holds."""
-    tmp = Path(tempfile.mkdtemp(prefix="pinbump-"))
-    worktree = tmp / "tree"
-    git.run("worktree", "add", "--quiet", "--detach", str(worktree), ref)
-    try:
-        yield worktree
-    finally:
-        git.run("worktree", "remove", "--force", str(worktree), check=False)
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _run_on(worktree: Path, git: Git, plan_opts: PlanOptions, gh_opts: GitHubOptions,
-            token: str | None, base: str, dry_run: bool, remote: str,
-            say: Callable[[str], None]) -> RunResult:
-    with HttpClient(plan_opts.cache, timeout=plan_opts.timeout,
-                    retries=plan_opts.retries) as http:
-        return _bump(worktree, git, plan_opts, gh_opts, token, base, dry_run, remote, say,
-                     http)
-
-
-def _bump(worktree: Path, git: Git, plan_opts: PlanOptions, gh_opts: GitHubOptions,
-          token: str | None, base: str, dry_run: bool, remote: str,
-          say: Callable[[str], None], http: HttpClient) -> RunResult:
-    """One index client serves the plan and the drift."""
-    with planned(plan_opts, http=http) as done:
-        plan, policy = done.plan, done.policy
-    github = None if dry_run else gh_opts.client(token or "")
-    group = policy.active_group
-    prefix = f"pinbump/{group.name}-"
+def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
+    """Plan, apply, drift; commit and push the bot branch; open or update the PR."""
+    plan = make_plan(ws, bot.base, opts.as_of)
+    prefix = f"pinbump/{ws.group.name}-"
     if not plan.changes:
-        say(f"nothing to bump: {plan.lead} {plan.lead_current} is the newest complete and "
-            "consistent set")
-        result = RunResult(action="nothing")
-        if github is not None:
-            open_prs = github.open_pulls(base, prefix)
-            result.dashboard = _dashboard(github, plan, open_prs[0] if open_prs else None,
-                                          policy, say)
-        return result
+        bot.say(f"nothing to bump: {plan.lead} {plan.lead_current} is the newest complete "
+                "and consistent set")
+        open_prs = bot.github.open_pulls(opts.base, prefix)
+        dashboard = _dashboard(bot, plan, open_prs[0] if open_prs else None, ws.policy)
+        return RunResult(action="nothing", dashboard=None if bot.dry_run else dashboard)
     branch = f"{prefix}{plan.lead_target}"
-    result = RunResult(action="dry-run" if dry_run else "unchanged", branch=branch)
-    body, head_sha, pushed = _prepare_branch(git, Git(worktree, token, git.host), plan,
-                                             policy, plan_opts, base, branch, remote, dry_run,
-                                             say, http)
-    result.body, result.head_sha, result.pushed = body, head_sha, pushed
-    if github is None:
-        say(f"dry run: would push {branch} and open or update its PR; nothing was changed")
-        return result
-    title = pr_title(plan)
-    pulls = github.open_pulls(base, prefix)
-    mine = next((p for p in pulls if p.head_ref == branch), None)
-    if mine is None:
-        mine = github.create_pull(title=title, body=body, head=branch, base=base)
-        result.action = "opened"
-        say(f"opened {mine.url}")
-        if policy.reviewers:
-            github.request_reviewers(mine.number, list(policy.reviewers))
-    elif mine.body != body or mine.title != title:
-        github.edit_pull(mine.number, title=title, body=body)
-        result.action = "updated"
-        say(f"updated {mine.url}")
-    elif pushed:
-        result.action = "updated"
-    else:
-        say(f"{mine.url} is current: nothing to do")
-    result.pr = mine.number
-    missing = [label for label in policy.labels if label not in mine.labels]
-    if missing:
-        github.ensure_labels(missing)
-        github.add_labels(mine.number, missing)
-    for old in pulls:
-        if old.head_ref == branch:
-            continue
-        github.comment(old.number, f"Superseded by #{mine.number} ({plan.lead} "
-                                   f"{plan.lead_target}). Closing this one.")
-        github.edit_pull(old.number, state="closed")
-        result.superseded.append(old.number)
-        say(f"closed #{old.number} ({old.head_ref}): superseded by #{mine.number}")
-    if pushed or result.action == "opened":
-        github.dispatch(policy.gate_workflow, base,
-                        dict(zip(GATE_INPUTS, (str(mine.number), head_sha), strict=True)))
-        result.dispatched = True
-        say(f"dispatched {policy.gate_workflow} for #{mine.number} at {head_sha[:12]}")
-    current = github.pull(mine.number)
-    result.dashboard = _dashboard(github, plan, current, policy, say)
+    body = _body(ws, bot, plan)
+    head_sha, pushed = _commit_and_push(bot, plan, opts, branch)
+    result = RunResult(action="unchanged", branch=branch, head_sha=head_sha, pushed=pushed,
+                       body=body)
+    _open_or_update(ws, bot, plan, opts, result)
+    if bot.dry_run:
+        bot.say(f"dry run: would push {branch} and open or update its PR; nothing was "
+                "changed")
+        return RunResult(action="dry-run", branch=branch, head_sha=head_sha, body=body)
     return result
 
 
-def _prepare_branch(git: Git, wt: Git, plan: Plan, policy: Policy, plan_opts: PlanOptions,
-                    base: str, branch: str, remote: str, dry_run: bool,
-                    say: Callable[[str], None], http: HttpClient) -> tuple[str, str, bool]:
-    """Apply the plan in the base worktree, commit, push when the tree differs.
-
-    Returns (PR body, head SHA, whether a new commit was pushed)."""
-    tree = read_tree(wt.cwd)
-    edits, notes = compute_edits(plan, policy, tree.text)
-    write_all(wt.cwd, {f.path: f.new.encode("utf-8") for f in edits.files}, tree.raw)
-    drift: DriftReport | None = None
+def _body(ws: Workspace, bot: BotServices, plan: Plan) -> str:
+    """Apply the plan in the scratch checkout and compute the drift: the PR body."""
+    applied = apply(ws, plan)
+    notes = applied.notes
+    report: DriftReport | None = None
     try:
-        drift = run_drift(plan_opts, plan.lead_current, plan.lead_target, http=http).report
+        report = drift(ws, bot.base, plan.lead_current, plan.lead_target).report
     except PinbumpError as exc:
         notes = [*notes, f"API drift could not be computed: {exc}"]
+    policy = ws.policy
     gate = GateInfo(policy.gate_workflow, policy.runner_labels, policy.checks_required)
-    body = pr_body(plan, edits, drift, gate, notes)
-    wt.run("add", "-A")
-    wt.run("commit", "--quiet", "--no-verify", "-m", _message(plan))
-    new_tree = wt.run("rev-parse", "HEAD^{tree}")
-    remote_sha = git.remote_head(remote, branch)
+    return pr_body(plan, applied.edits, report, gate, notes)
+
+
+def _commit_and_push(bot: BotServices, plan: Plan, opts: RunOptions, branch: str
+                     ) -> tuple[str, bool]:
+    """Commit the applied tree; push it unless the remote branch already holds the same tree
+    on the same base. Returns (head SHA, whether a new commit was pushed)."""
+    git = bot.git
+    git.run("add", "-A")
+    git.run("commit", "--quiet", "--no-verify", "-m", _message(plan))
+    new_tree = git.run("rev-parse", "HEAD^{tree}")
+    remote_sha = git.remote_head(opts.url, branch)
     if remote_sha:
-        git.run("fetch", "--quiet", remote, f"+refs/heads/{branch}:refs/pinbump/{branch}")
+        git.run("fetch", "--quiet", "--no-tags", opts.url,
+                f"+refs/heads/{branch}:refs/remotes/bot/{branch}")
         if git.run("rev-parse", f"{remote_sha}^{{tree}}") == new_tree and \
-                git.run("rev-parse", f"{remote_sha}^") == git.rev(f"{remote}/{base}"):
-            return body, remote_sha, False
-    head = wt.run("rev-parse", "HEAD")
-    if dry_run:
-        return body, head, False
-    wt.run("push", "--quiet", f"--force-with-lease=refs/heads/{branch}:{remote_sha or ''}",
-           remote, f"HEAD:refs/heads/{branch}")
-    say(f"pushed {branch} at {head[:12]}")
-    return body, head, True
+                git.run("rev-parse", f"{remote_sha}^") == git.rev(f"refs/remotes/base/{opts.base}"):
+            return remote_sha, False
+    head = git.run("rev-parse", "HEAD")
+    pushed = git.push(opts.url, branch, remote_sha)
+    if pushed:
+        bot.say(f"pushed {branch} at {head[:12]}")
+    return head, pushed
+
+
+def _open_or_update(ws: Workspace, bot: BotServices, plan: Plan, opts: RunOptions,
+                    result: RunResult) -> None:
+    policy, github = ws.policy, bot.github
+    title = pr_title(plan)
+    pulls = github.open_pulls(opts.base, f"pinbump/{ws.group.name}-")
+    decision = decide_pr(branch=result.branch, title=title, body=result.body, pulls=pulls,
+                         pushed=result.pushed, labels=policy.labels,
+                         reviewers=policy.reviewers)
+    mine = decision.pr
+    if mine is None:
+        mine = github.create_pull(title=title, body=result.body, head=result.branch,
+                                  base=opts.base)
+        bot.say(f"opened {mine.url}")
+        if decision.reviewers:
+            github.request_reviewers(mine.number, list(decision.reviewers))
+    elif decision.edit:
+        github.edit_pull(mine.number, title=title, body=result.body)
+        bot.say(f"updated {mine.url}")
+    elif decision.action == PrAction.KEEP:
+        bot.say(f"{mine.url} is current: nothing to do")
+    result.action, result.pr = str(decision.action), mine.number
+    if decision.labels:
+        github.ensure_labels(list(decision.labels))
+        github.add_labels(mine.number, list(decision.labels))
+    for old in decision.supersede:
+        github.comment(old.number, supersede_comment(mine.number, plan.lead, plan.lead_target))
+        github.edit_pull(old.number, state="closed")
+        result.superseded.append(old.number)
+        bot.say(f"closed #{old.number} ({old.head_ref}): superseded by #{mine.number}")
+    if decision.dispatch:
+        github.dispatch(policy.gate_workflow, opts.base,
+                        dict(zip(GATE_INPUTS, (str(mine.number), result.head_sha),
+                                 strict=True)))
+        result.dispatched = True
+        bot.say(f"dispatched {policy.gate_workflow} for #{mine.number} at "
+                f"{result.head_sha[:12]}")
+    result.dashboard = _dashboard(bot, plan, github.pull(mine.number), policy)
 
 
 def _message(plan: Plan) -> str:
@@ -231,29 +228,29 @@ def _message(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def _dashboard(github: GitHub, plan: Plan, pr: PullInfo | None, policy: Policy,
-               say: Callable[[str], None]) -> int:
+def _dashboard(bot: BotServices, plan: Plan, pr: PullInfo | None, policy: Policy) -> int:
+    github = bot.github
     state = None
     if pr is not None:
         state = decide(policy.checks_required, github.checks(pr.head_sha)).state
     body = dashboard_body(plan, pr.url if pr else None, state)
-    label = "pinbump"
-    found = github.find_issue(DASHBOARD_TITLE, label)
-    if found is None:
-        github.ensure_labels([label])
-        issue = github.create_issue(DASHBOARD_TITLE, body, [label])
-        say(f"created the dashboard {issue.url}")
+    found = github.find_issue(DASHBOARD_TITLE, DASHBOARD_LABEL)
+    action = decide_dashboard(found, body)
+    if action == DashboardAction.CREATE or found is None:
+        github.ensure_labels([DASHBOARD_LABEL])
+        issue = github.create_issue(DASHBOARD_TITLE, body, [DASHBOARD_LABEL])
+        bot.say(f"created the dashboard {issue.url}")
         return issue.number
-    if found.body != body:
+    if action == DashboardAction.EDIT:
         github.edit_issue(found.number, body)
-        say(f"updated the dashboard {found.url}")
+        bot.say(f"updated the dashboard {found.url}")
     return found.number
 
 
 # -- the gate ------------------------------------------------------------------------------
 @dataclass
 class GateResult:
-    state: str  # success | failure | pending | merged | closed
+    state: GateState
     sha: str
     exit_code: int
     commented: bool = False
@@ -269,28 +266,39 @@ def read_summaries(reports: Path | None) -> list[tuple[str, str]]:
 
 def run_pr_gate(gh_opts: GitHubOptions, number: int, policy: Policy, *, out: IO[str],
                 reports: Path | None = None) -> GateResult:
-    say = _say(out)
+    """The door of ``pinbump gate``."""
     token = gh_opts.token() or ""
-    github = gh_opts.client(token)
+    return gate(gh_opts.client(token), number, policy, out=out, reports=reports)
+
+
+def gate(github: GitHubPort, number: int, policy: Policy, *, out: IO[str],
+         reports: Path | None = None) -> GateResult:
+    def say(line: str) -> None:
+        print(f"pinbump: {line}", file=out)
+
     pr = github.pull(number)
-    if pr.merged or pr.state != "open":
-        say(f"#{number} is {'merged' if pr.merged else 'closed'}: nothing to gate")
-        return GateResult("merged" if pr.merged else "closed", pr.head_sha, 0)
-    decision = decide(policy.checks_required, github.checks(pr.head_sha))
-    if decision.state == "success":
+    is_open = pr.state == "open" and not pr.merged
+    checks = github.checks(pr.head_sha) if is_open else []
+    failed = is_open and decide(policy.checks_required, checks).state == GateState.FAILURE
+    comments = github.comments(number) if failed else []  # read only when they matter
+    verdict = decide_gate(pr, policy.checks_required, checks, comments)
+    decision = verdict.decision
+    if verdict.action == GateAction.SKIP:
+        say(f"#{number} is {verdict.state}: nothing to gate")
+        return GateResult(verdict.state, pr.head_sha, 0)
+    assert decision is not None
+    if verdict.action == GateAction.MERGE:
         github.merge(number, pr.head_sha, policy.merge_method, f"{pr.title} (#{number})")
         say(f"all required checks passed on {pr.head_sha[:12]}: merged #{number} "
             f"({policy.merge_method})")
-        return GateResult("merged", pr.head_sha, 0)
-    if decision.state == "failure":
-        mark = f"<!-- pinbump: gate-failed {pr.head_sha} -->"
-        commented = False
-        if not any(mark in c for c in github.comments(number)):
+        return GateResult(GateState.MERGED, pr.head_sha, 0)
+    if verdict.state == GateState.FAILURE:
+        commented = verdict.action == GateAction.COMMENT
+        if commented:
             github.comment(number, failure_comment(pr.head_sha, decision,
                                                    read_summaries(reports)))
-            commented = True
         names = ", ".join(c.name for c in decision.failing)
         say(f"gate failed on {pr.head_sha[:12]}: {names}; #{number} stays open")
-        return GateResult("failure", pr.head_sha, 1, commented)
+        return GateResult(GateState.FAILURE, pr.head_sha, 1, commented)
     say(f"pending on {pr.head_sha[:12]}: waiting for {', '.join(decision.waiting)}")
-    return GateResult("pending", pr.head_sha, 0)
+    return GateResult(GateState.PENDING, pr.head_sha, 0)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from bot.core.discovery import Target, load_toml, read_text
+from bot.core.discovery import PyProject, load_toml
 from bot.errors import ConfigError
 
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -243,16 +242,16 @@ def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None)
     return replace(policy, **updates)
 
 
-def load_policy(target: Target, overrides: Mapping[str, Any]) -> Policy:
-    """Defaults, then pinbump.toml (or the first pyproject with [tool.pinbump]), then flags."""
+def load_policy(pinbump_toml: str | None, pyprojects: Sequence[PyProject],
+                overrides: Mapping[str, Any]) -> Policy:
+    """Defaults, then pinbump.toml (its text, when the target has one) or the shallowest
+    pyproject with [tool.pinbump], then flags. The config is parsed once."""
     policy = Policy()
-    file = target.root / "pinbump.toml"
-    if file.is_file():
-        doc = load_toml(read_text(file, target.root), "pinbump.toml")
-        raw = doc.unwrap()
+    if pinbump_toml is not None:
+        raw = load_toml(pinbump_toml, "pinbump.toml").unwrap()
         policy = parse_config(raw.get("tool", {}).get("pinbump", raw), "pinbump.toml")
     else:
-        for toml in sorted(target.tomls, key=lambda t: (t.path.count("/"), t.path)):
+        for toml in sorted(pyprojects, key=lambda t: (t.path.count("/"), t.path)):
             if toml.tool_config is not None:
                 policy = parse_config(toml.tool_config, toml.path)
                 break
@@ -264,15 +263,5 @@ def load_policy(target: Target, overrides: Mapping[str, Any]) -> Policy:
 
 
 def config_names(policy: Policy) -> set[str]:
+    """Every package of every group (the built-in ones included): what discovery looks for."""
     return {name for group in policy.groups.values() for name in group.members}
-
-
-def root_policy_for_discovery(root: Path) -> set[str]:
-    """Names to look for before the config is read: built-ins plus any groups of pinbump.toml."""
-    names = {n for g in BUILTIN_GROUPS.values() for n in g.members}
-    file = root / "pinbump.toml"
-    if file.is_file():
-        raw = load_toml(read_text(file, root), "pinbump.toml").unwrap()
-        raw = raw.get("tool", {}).get("pinbump", raw)
-        names |= config_names(parse_config(raw, "pinbump.toml"))
-    return names

@@ -1,13 +1,13 @@
-"""Find where a target pins the packages of a group. Parsing is pure; walking is a thin adapter."""
+"""Find where a target pins the packages of a group, in a tree already read. Pure."""
 
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import tomlkit
@@ -24,14 +24,25 @@ PYPROJECT_GLOB = "pyproject*.toml"
 REQUIREMENTS_GLOB = "requirements*.txt"
 
 
-@dataclass
+@dataclass(frozen=True)
 class TomlFile:
-    """A parsed pyproject: the pins found in it, its requires-python and its [tool.pinbump]."""
+    """A pyproject's pins, its requires-python and its [tool.pinbump]."""
 
     path: str
-    pins: list[Pin] = field(default_factory=list)
+    pins: tuple[Pin, ...] = ()
     requires_python: str | None = None
     tool_config: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class PyProject:
+    """A pyproject parsed once: the document, its text, requires-python and [tool.pinbump]."""
+
+    path: str
+    text: str
+    doc: tomlkit.TOMLDocument
+    requires_python: str | None
+    tool_config: dict[str, Any] | None
 
 
 def load_toml(text: str, path: str) -> tomlkit.TOMLDocument:
@@ -63,20 +74,28 @@ def _requirement_arrays(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         yield f"dependency-groups.{group}", items
 
 
-def parse_pyproject(text: str, path: str, names: set[str]) -> TomlFile:
-    """Pins of ``names`` in [project] dependencies, optional dependencies and dependency groups."""
+def read_pyproject(text: str, path: str) -> PyProject:
+    """Parse a pyproject once: malformed TOML is an error naming the file and line."""
     doc = load_toml(text, path)
-    lines = _literal_lines(text)
-    used: dict[str, int] = {}
-    result = TomlFile(path=path)
+    requires_python = None
     project = doc.get("project")
     if isinstance(project, dict) and isinstance(project.get("requires-python"), str):
-        result.requires_python = str(project["requires-python"])
+        requires_python = str(project["requires-python"])
+    tool_config = None
     tool = doc.get("tool")
     if isinstance(tool, dict) and "pinbump" in tool:
-        result.tool_config = tool["pinbump"].unwrap() if hasattr(tool["pinbump"], "unwrap") \
+        tool_config = tool["pinbump"].unwrap() if hasattr(tool["pinbump"], "unwrap") \
             else dict(tool["pinbump"])
-    for section, items in _requirement_arrays(doc):
+    return PyProject(path, text, doc, requires_python, tool_config)
+
+
+def pyproject_pins(pyproject: PyProject, names: set[str]) -> TomlFile:
+    """Pins of ``names`` in [project] dependencies, optional dependencies and dependency groups."""
+    path = pyproject.path
+    lines = _literal_lines(pyproject.text)
+    used: dict[str, int] = {}
+    pins: list[Pin] = []
+    for section, items in _requirement_arrays(pyproject.doc):
         if not isinstance(items, list):
             raise InputError(f"{path}: [{section}] must be an array of requirement strings")
         for item in items:
@@ -89,8 +108,13 @@ def parse_pyproject(text: str, path: str, names: set[str]) -> TomlFile:
             line = candidates[index] if index < len(candidates) else 0
             pin = _pin(str(item), path, line, section, names)
             if pin:
-                result.pins.append(pin)
-    return result
+                pins.append(pin)
+    return TomlFile(path, tuple(pins), pyproject.requires_python, pyproject.tool_config)
+
+
+def parse_pyproject(text: str, path: str, names: set[str]) -> TomlFile:
+    """Pins of ``names`` in one pyproject's text."""
+    return pyproject_pins(read_pyproject(text, path), names)
 
 
 def _pin(text: str, path: str, line: int, section: str, names: set[str]) -> Pin | None:
@@ -131,31 +155,36 @@ def parse_requirements(text: str, path: str, names: set[str]) -> list[Pin]:
     return pins
 
 
-def iter_target_files(root: Path, patterns: Iterable[str]) -> Iterator[Path]:
-    """Files under ``root`` whose name matches one of ``patterns``, skipping vendored trees."""
-    pats = tuple(patterns)
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            if any(fnmatch.fnmatch(name, p) for p in pats):
-                yield Path(dirpath) / name
+def pin_files(paths: Iterable[str]) -> list[str]:
+    """The pyproject*.toml and requirements*.txt among ``paths`` (relative posix paths, in the
+    order given), skipping vendored and hidden folders."""
+    out = []
+    for path in paths:
+        *dirs, name = path.split("/")
+        if any(d in SKIP_DIRS or d.startswith(".") for d in dirs):
+            continue
+        if fnmatch.fnmatch(name, PYPROJECT_GLOB) or fnmatch.fnmatch(name, REQUIREMENTS_GLOB):
+            out.append(path)
+    return out
 
 
-def read_text(path: Path, root: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path.relative_to(root).as_posix()}: not UTF-8 text ({exc.reason})") \
-            from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+def _check_text(undecodable: Mapping[str, str]) -> None:
+    for path in pin_files(undecodable):
+        raise InputError(f"{path}: not UTF-8 text ({undecodable[path]})")
 
 
-@dataclass
+def read_pyprojects(files: Mapping[str, str], undecodable: Mapping[str, str] = MappingProxyType({})
+                    ) -> list[PyProject]:
+    """Every pyproject*.toml of the tree, parsed once (pins are picked later, by name)."""
+    _check_text(undecodable)
+    return [read_pyproject(files[p], p) for p in pin_files(files) if p.endswith(".toml")]
+
+
+@dataclass(frozen=True)
 class Target:
     root: Path
-    tomls: list[TomlFile]
-    pins: list[Pin]
+    tomls: tuple[TomlFile, ...]
+    pins: tuple[Pin, ...]
 
     def pins_of(self, package: str) -> list[Pin]:
         return [p for p in self.pins if p.package == package]
@@ -169,19 +198,21 @@ class Target:
         return next((t.requires_python for t in self.tomls if t.requires_python), None)
 
 
-def discover(root: Path, names: set[str]) -> Target:
-    """Every pyproject*.toml and requirements*.txt under ``root`` and the pins of ``names``."""
-    if not root.is_dir():
-        raise InputError(f"{root}: not a directory (pass the target repository with --repo)")
+def find_pins(root: Path, files: Mapping[str, str], names: set[str],
+              undecodable: Mapping[str, str] = MappingProxyType({}),
+              pyprojects: Sequence[PyProject] | None = None) -> Target:
+    """The pins of ``names`` in the tree ``files`` (relative path -> text); ``pyprojects``
+    are the already parsed pyproject files, when the caller has them."""
+    parsed = {p.path: p for p in (pyprojects if pyprojects is not None
+                                  else read_pyprojects(files, undecodable))}
+    _check_text(undecodable)
     tomls: list[TomlFile] = []
     pins: list[Pin] = []
-    for path in iter_target_files(root, (PYPROJECT_GLOB, REQUIREMENTS_GLOB)):
-        rel = path.relative_to(root).as_posix()
-        text = read_text(path, root)
-        if path.suffix == ".toml":
-            toml = parse_pyproject(text, rel, names)
+    for path in pin_files(files):
+        if path.endswith(".toml"):
+            toml = pyproject_pins(parsed[path], names)
             tomls.append(toml)
             pins.extend(toml.pins)
         else:
-            pins.extend(parse_requirements(text, rel, names))
-    return Target(root=root, tomls=tomls, pins=pins)
+            pins.extend(parse_requirements(files[path], path, names))
+    return Target(root=root, tomls=tuple(tomls), pins=tuple(pins))

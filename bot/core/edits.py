@@ -158,10 +158,8 @@ def validate_requirements(edit: FileEdit, names: set[str],
 
     ``expected`` maps (package, new specifier) -> requirement we wrote.
     """
-    if edit.path.endswith(".toml"):
-        pins = parse_pyproject(edit.new, edit.path, names).pins
-    else:
-        pins = parse_requirements(edit.new, edit.path, names)
+    pins = parse_pyproject(edit.new, edit.path, names).pins if edit.path.endswith(".toml") \
+        else tuple(parse_requirements(edit.new, edit.path, names))
     present = {(p.package, split_requirement(p.requirement)[1].strip()) for p in pins}
     for (package, spec), req in expected.items():
         if (package, spec.strip()) not in present:

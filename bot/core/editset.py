@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from bot.adapters.tree import is_dockerfile
 from bot.core.config import Policy
 from bot.core.edits import (
     BUILTIN_DOC_PATTERNS,
@@ -27,6 +27,12 @@ from bot.core.edits import (
 from bot.core.models import Pin, Plan
 
 DOC_SUFFIXES = (".py", ".md", ".rst", ".txt")
+DOCKERFILE_GLOBS = ("Dockerfile", "*.Dockerfile", "Dockerfile.*", "*.dockerfile")
+
+
+def is_dockerfile(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatch(name, g) for g in DOCKERFILE_GLOBS)
 
 
 def _chain(first: FileEdit, second: FileEdit) -> FileEdit:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 
 from packaging.requirements import Requirement
 from packaging.version import Version
@@ -114,3 +115,50 @@ class Plan:
     rejected: list[Rejection] = field(default_factory=list)
     unchanged: list[tuple[str, str, str]] = field(default_factory=list)  # package, spec, why
     not_verified: list[tuple[str, str]] = field(default_factory=list)  # package, why
+
+
+# -- GitHub, as data -------------------------------------------------------------------------
+class Vocabulary(str, Enum):
+    """A closed set of words; each member is also its string (for JSON and comparisons)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class CheckState(Vocabulary):
+    """A check run or commit status of one SHA, in one vocabulary."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    PENDING = "pending"
+
+
+@dataclass(frozen=True)
+class PullInfo:
+    number: int
+    head_ref: str
+    head_sha: str
+    title: str
+    body: str
+    state: str  # open | closed
+    merged: bool
+    labels: tuple[str, ...]
+    url: str
+
+
+@dataclass(frozen=True)
+class IssueInfo:
+    number: int
+    title: str
+    body: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Check:
+    """A check run or a commit status on one SHA."""
+
+    name: str
+    state: CheckState | str
+    url: str
+    sha: str

@@ -7,9 +7,9 @@ whole body is kept under ``BODY_LIMIT``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from bot.adapters.github import Check
+from bot.core.decisions import GateDecision, failure_mark
 from bot.core.drift import DriftReport
 from bot.core.edits import EditSet
 from bot.core.models import Plan
@@ -121,37 +121,10 @@ def fit(body: str) -> str:
     return cut + "\n\n… (truncated: the full report is in the job summary)\n"
 
 
-# -- the gate decision ---------------------------------------------------------------------
-@dataclass
-class GateDecision:
-    state: str  # success | failure | pending
-    failing: list[Check] = field(default_factory=list)
-    waiting: list[str] = field(default_factory=list)  # required names pending or missing
-    passed: list[str] = field(default_factory=list)
-
-
-def decide(required: Sequence[str], checks: Sequence[Check]) -> GateDecision:
-    """Required checks of one head SHA; the first entry per name is the latest."""
-    decision = GateDecision(state="success")
-    for name in required:
-        found = [c for c in checks if c.name == name]
-        if not found or found[0].state == "pending":
-            decision.waiting.append(name)
-        elif found[0].state == "failure":
-            decision.failing.append(found[0])
-        else:
-            decision.passed.append(name)
-    if decision.failing:
-        decision.state = "failure"
-    elif decision.waiting:
-        decision.state = "pending"
-    return decision
-
-
 def failure_comment(sha: str, decision: GateDecision,
                     summaries: Sequence[tuple[str, str]] = ()) -> str:
     """The one comment per failed head SHA; ``summaries`` are (job, summary.md) pairs."""
-    lines = [f"<!-- pinbump: gate-failed {sha} -->",
+    lines = [failure_mark(sha),
              f"The GPU gate failed on `{sha[:12]}`; the PR stays open.", ""]
     lines += [f"- `{c.name}`: [details]({c.url})" if c.url else f"- `{c.name}`"
               for c in decision.failing]

@@ -137,14 +137,14 @@ def best_wheel(env: Environment, files: Sequence[DistFile]) -> DistFile:
 
 # -- the plan -------------------------------------------------------------------------------
 def make_plan(target: Target, policy: Policy, source: Source, now: datetime, *,
-              as_of: bool = False) -> Plan:
+              as_of: bool = False, env: Environment | None = None) -> Plan:
     group = policy.active_group
     lead_pins = target.pins_of(group.lead)
     if not lead_pins:
         raise InputError(f"{target.root}: no requirement on {group.lead} in any pyproject*.toml "
                          "or requirements*.txt; nothing to plan for group "
                          f"{group.name!r}")
-    env = Environment.for_target(target.requires_python(group.lead), policy.python)
+    env = env or Environment.for_target(target.requires_python(group.lead), policy.python)
     ctx = Context(target=target, policy=policy, source=source, env=env, now=now, as_of=as_of)
     currents = [p.current for p in lead_pins if p.current is not None]
     current = max(currents) if currents else None

@@ -1,0 +1,93 @@
+"""The two objects every command is given: the ``Workspace`` (the target, loaded once) and the
+``Services`` (the adapters, built once at the door). Commands never build either themselves."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
+
+from bot.adapters.http import HttpClient, default_cache_dir
+from bot.adapters.index import SimpleIndex
+from bot.adapters.tree import read_tree
+from bot.core.workspace import Workspace, build_workspace
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What plan, apply, drift and run are told on the command line."""
+
+    repo: Path
+    group: str | None = None
+    as_of: str | None = None
+    index_url: str | None = None
+    min_release_age: float | None = None
+    cache_dir: Path | None = None
+    no_cache: bool = False
+    timeout: float = 20.0
+    retries: int = 3
+
+    @property
+    def cache(self) -> Path | None:
+        return None if self.no_cache else (self.cache_dir or default_cache_dir())
+
+    @property
+    def overrides(self) -> dict[str, object]:
+        """The policy keys the flags override (None: not given)."""
+        return {"group": self.group, "index_url": self.index_url,
+                "min_release_age_days": self.min_release_age}
+
+
+def load_workspace(root: Path, overrides: dict[str, object] | None = None) -> Workspace:
+    """Read the target once (one tree walk) and parse what it says (the config once)."""
+    tree = read_tree(root)
+    return build_workspace(root, tree.raw, tree.text, tree.undecodable, overrides or {})
+
+
+def _quiet(_message: str) -> AbstractContextManager[object]:
+    return nullcontext()
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Services:
+    """The adapters a command uses, built once: the index (one HTTP client), a scratch-or-real
+    cache folder, the clock and the output. Git and GitHub join them for run and gate."""
+
+    http: HttpClient
+    index: SimpleIndex
+    cache: Path | None  # the on-disk cache; None: no cache
+    scratch: Path  # a folder for this command's downloads when there is no cache
+    clock: Callable[[], datetime] = _utcnow
+    out: IO[str] = field(default_factory=lambda: sys.stderr)
+    progress: Callable[[str], AbstractContextManager[object]] = _quiet
+
+    def say(self, line: str) -> None:
+        print(f"pinbump: {line}", file=self.out)
+
+    @property
+    def store(self) -> Path:
+        """Where downloaded API sources go: the cache, else this command's scratch folder."""
+        return self.cache or self.scratch
+
+
+@contextmanager
+def open_services(opts: PlanOptions, *, out: IO[str] | None = None,
+                  progress: Callable[[str], AbstractContextManager[object]] | None = None,
+                  clock: Callable[[], datetime] | None = None) -> Iterator[Services]:
+    """Open the index client (closed on the way out) and the rest of the services."""
+    with ExitStack() as stack:
+        http = stack.enter_context(HttpClient(opts.cache, timeout=opts.timeout,
+                                              retries=opts.retries))
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pinbump-")))
+        yield Services(http=http, index=SimpleIndex(http, opts.cache), cache=opts.cache,
+                       scratch=scratch, clock=clock or _utcnow, out=out or sys.stderr,
+                       progress=progress or _quiet)

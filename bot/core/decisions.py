@@ -1,0 +1,128 @@
+"""The bot's decisions, as pure functions over data: what to do with the bot PR (open, update,
+leave, supersede the older ones, label, dispatch the gate), with the dashboard issue, and with
+a PR at the gate (merge, comment the failure, wait, skip). The commands only carry them out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bot.core.models import Check, CheckState, IssueInfo, PullInfo, Vocabulary
+
+
+class PrAction(Vocabulary):
+    OPEN = "opened"
+    UPDATE = "updated"  # title or body changed (or a new commit was pushed)
+    KEEP = "unchanged"
+
+
+@dataclass(frozen=True)
+class PrDecision:
+    action: PrAction
+    pr: PullInfo | None  # the open bot PR of this branch; None: open one
+    edit: bool  # the title or body must be rewritten
+    reviewers: tuple[str, ...]  # requested when the PR is opened
+    labels: tuple[str, ...]  # missing labels to add
+    supersede: tuple[PullInfo, ...]  # older bot PRs of the group: comment and close
+    dispatch: bool  # start the GPU gate on the new head
+
+
+def decide_pr(*, branch: str, title: str, body: str, pulls: Sequence[PullInfo], pushed: bool,
+              labels: Sequence[str], reviewers: Sequence[str]) -> PrDecision:
+    """``pulls``: the open PRs of the group's bot branches; ``pushed``: a new commit went up."""
+    mine = next((p for p in pulls if p.head_ref == branch), None)
+    older = tuple(p for p in pulls if p.head_ref != branch)
+    if mine is None:
+        return PrDecision(PrAction.OPEN, None, False, tuple(reviewers), tuple(labels), older,
+                          dispatch=True)
+    edit = mine.body != body or mine.title != title
+    action = PrAction.UPDATE if edit or pushed else PrAction.KEEP
+    missing = tuple(label for label in labels if label not in mine.labels)
+    return PrDecision(action, mine, edit, (), missing, older, dispatch=pushed)
+
+
+def supersede_comment(new_number: int, lead: str, target: str) -> str:
+    return f"Superseded by #{new_number} ({lead} {target}). Closing this one."
+
+
+class DashboardAction(Vocabulary):
+    CREATE = "create"
+    EDIT = "edit"
+    KEEP = "keep"
+
+
+def decide_dashboard(found: IssueInfo | None, body: str) -> DashboardAction:
+    if found is None:
+        return DashboardAction.CREATE
+    return DashboardAction.EDIT if found.body != body else DashboardAction.KEEP
+
+
+# -- the gate -------------------------------------------------------------------------------
+class GateState(Vocabulary):
+    SUCCESS = "success"
+    FAILURE = "failure"
+    PENDING = "pending"
+    MERGED = "merged"
+    CLOSED = "closed"
+
+
+@dataclass
+class GateDecision:
+    state: GateState
+    failing: list[Check] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)  # required names pending or missing
+    passed: list[str] = field(default_factory=list)
+
+
+def decide(required: Sequence[str], checks: Sequence[Check]) -> GateDecision:
+    """Required checks of one head SHA; the first entry per name is the latest."""
+    decision = GateDecision(state=GateState.SUCCESS)
+    for name in required:
+        found = [c for c in checks if c.name == name]
+        if not found or found[0].state == CheckState.PENDING:
+            decision.waiting.append(name)
+        elif found[0].state == CheckState.FAILURE:
+            decision.failing.append(found[0])
+        else:
+            decision.passed.append(name)
+    if decision.failing:
+        decision.state = GateState.FAILURE
+    elif decision.waiting:
+        decision.state = GateState.PENDING
+    return decision
+
+
+def failure_mark(sha: str) -> str:
+    """The first line of the failure comment: read back so a head SHA is commented once."""
+    return f"<!-- pinbump: gate-failed {sha} -->"
+
+
+class GateAction(Vocabulary):
+    SKIP = "skip"  # merged or closed: nothing to gate
+    MERGE = "merge"
+    COMMENT = "comment"  # failed: comment (once per head SHA), leave open
+    FAILED = "failed"  # failed and already commented on this SHA
+    WAIT = "wait"
+
+
+@dataclass(frozen=True)
+class GatePlan:
+    action: GateAction
+    state: GateState
+    decision: GateDecision | None = None
+
+
+def decide_gate(pr: PullInfo, required: Sequence[str], checks: Sequence[Check],
+                comments: Sequence[str]) -> GatePlan:
+    """``checks`` of ``pr.head_sha`` only; ``comments`` on the PR so far."""
+    if pr.merged or pr.state != "open":
+        return GatePlan(GateAction.SKIP, GateState.MERGED if pr.merged else GateState.CLOSED)
+    decision = decide(required, checks)
+    if decision.state == GateState.SUCCESS:
+        return GatePlan(GateAction.MERGE, GateState.MERGED, decision)
+    if decision.state == GateState.FAILURE:
+        mark = failure_mark(pr.head_sha)
+        done = any(mark in c for c in comments)
+        return GatePlan(GateAction.FAILED if done else GateAction.COMMENT, GateState.FAILURE,
+                        decision)
+    return GatePlan(GateAction.WAIT, GateState.PENDING, decision)
