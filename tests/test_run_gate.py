@@ -303,7 +303,8 @@ def test_dry_run_pushes_and_writes_nothing(world: World, monkeypatch: pytest.Mon
     after = git_dir_state(world.checkout)
     assert after == before  # no ref (refs/pinbump/*, remote-tracking), object or worktree
     assert reads.config_parses == 1
-    [walk] = [w for w in reads.walks if "pinbump-" in w]  # the scratch checkout, once
+    scratch = [w for w in reads.walks if "pinbump-" in w and w.endswith("/tree")]
+    assert len(scratch) == 1  # the scratch checkout of the base, walked once
     assert reads.walks_of(world.checkout) == []
     captured = capsys.readouterr()
     assert "### API drift: `flashinfer-python` 0.6.8.post1 → 0.6.11" in captured.out
