@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.core.perfstats import Comparison
+from bot.render.markdown import escape_text
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,8 @@ class GateReport:
 
 
 def _fmt(value: Any) -> str:
-    text = str(value).replace("|", "\\|").replace("\n", " ")
-    return text if len(text) <= 160 else text[:157] + "…"
+    text = str(value)
+    return escape_text(text if len(text) <= 160 else text[:157] + "…")
 
 
 def gate_markdown(report: GateReport, limit: int = 40) -> str:

@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from bot.core.decisions import GateDecision, failure_mark
 from bot.core.drift import DriftReport
 from bot.core.edits import EditSet
-from bot.core.models import Plan
+from bot.core.models import Plan, Rejection
+from bot.render.markdown import (
+    bare_url,
+    code_span,
+    escape_html,
+    escape_message,
+    escape_text,
+    link,
+    url_part,
+)
 from bot.render.report import drift_markdown
 
 BODY_LIMIT = 60_000  # GitHub's hard limit is 65,536
@@ -31,15 +40,20 @@ def marker(group: str, target: str) -> str:
     return f"<!-- pinbump: group={group} target={target} -->"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _code(text: str) -> str:
+    return code_span(text, in_table=True)
 
 
 def _links(package: str, version: str) -> str:
-    links = [f"[PyPI](https://pypi.org/project/{package}/{version}/)"]
+    v = url_part(version)
+    links = [link("PyPI", f"https://pypi.org/project/{url_part(package)}/{v}/")]
     if package in RELEASE_NOTES:
-        links.insert(0, f"[release notes]({RELEASE_NOTES[package].format(version=version)})")
+        links.insert(0, link("release notes", RELEASE_NOTES[package].format(version=v)))
     return " · ".join(links)
+
+
+def _rejection(r: Rejection) -> str:
+    return f"- {code_span(r.package)} {escape_text(r.version)}: {escape_message(r.reason)}"
 
 
 def pr_title(plan: Plan) -> str:
@@ -64,50 +78,52 @@ def _capped(lines: list[str], limit: int, what: str) -> list[str]:
 def pr_body(plan: Plan, edits: EditSet, drift: DriftReport | None, gate: GateInfo,
             notes: Sequence[str] = (), limit: int = 25) -> str:
     out = [marker(plan.group, plan.lead_target),
-           f"pinbump proposes the newest **complete and consistent** set of the `{plan.group}` "
-           "group: every lockstep package is published at the lead's version and every "
-           "companion satisfies the set's `Requires-Dist`.", "",
+           "pinbump proposes the newest **complete and consistent** set of the "
+           f"{code_span(plan.group)} group: every lockstep package is published at the lead's "
+           "version and every companion satisfies the set's `Requires-Dist`.", "",
            "| package | from | to | links | why |", "| --- | --- | --- | --- | --- |"]
     for c in plan.changes:
-        out.append(f"| `{c.package}` | `{_cell(c.specifier_before)}` | "
-                   f"`{_cell(c.specifier_after)}` | {_links(c.package, c.target)} | "
-                   f"{_cell(c.reason)} |")
+        out.append(f"| {_code(c.package)} | {_code(c.specifier_before)} | "
+                   f"{_code(c.specifier_after)} | {_links(c.package, c.target)} | "
+                   f"{escape_message(c.reason, in_table=True)} |")
     for package, spec, why in plan.unchanged:
-        out.append(f"| `{package}` | `{_cell(spec)}` | unchanged | | {_cell(why)} |")
+        out.append(f"| {_code(package)} | {_code(spec)} | unchanged | | "
+                   f"{escape_message(why, in_table=True)} |")
     if plan.rejected:
         out += ["", "<details><summary>Versions rejected "
                 f"({len(plan.rejected)})</summary>", ""]
-        out += _capped([f"- `{r.package}` {r.version}: {_cell(r.reason)}"
-                        for r in plan.rejected], limit, "rejections")
+        out += _capped([_rejection(r) for r in plan.rejected], limit, "rejections")
         out += ["", "</details>"]
     for package, why in plan.not_verified:
-        out.append(f"\n> **Not verified:** `{package}`: {_cell(why)}")
+        out.append(f"\n> **Not verified:** {code_span(package)}: {escape_message(why)}")
     out += ["", "### Files changed", ""]
     by_kind: dict[str, list[str]] = {}
     for e in edits.edits:
-        by_kind.setdefault(e.kind, []).append(f"- `{e.file}:{e.line}` `{_cell(e.before)}` → "
-                                              f"`{_cell(e.after)}`")
+        by_kind.setdefault(e.kind, []).append(f"- {code_span(f'{e.file}:{e.line}')} "
+                                              f"{code_span(e.before)} → {code_span(e.after)}")
     for kind, lines in by_kind.items():
-        out += [f"**{KIND_TITLES.get(kind, kind)}**", *_capped(lines, limit, "edits"), ""]
+        out += [f"**{escape_text(KIND_TITLES.get(kind, kind))}**",
+                *_capped(lines, limit, "edits"), ""]
     if edits.left_unchanged:
         out += ["<details><summary>Old versions left unchanged "
                 f"({len(edits.left_unchanged)}): check them by hand</summary>", ""]
-        out += _capped([f"- `{m.file}:{m.line}` {m.version}: {_cell(m.text)}"
-                        for m in edits.left_unchanged], limit, "places")
+        out += _capped([f"- {code_span(f'{m.file}:{m.line}')} {escape_text(m.version)}: "
+                        f"{code_span(m.text)}" for m in edits.left_unchanged], limit, "places")
         out += ["", "</details>", ""]
-    out += [f"- note: {_cell(n)}" for n in notes]
+    out += [f"- note: {escape_message(n)}" for n in notes]
     if drift is not None:
         out += ["", drift_markdown(drift, limit=limit)]
     out += ["### GPU gate", "",
-            f"Workflow `{gate.workflow}` runs `gpu_tests/` on the PR's head commit, one job per "
-            "runner class; the PR merges only when all of them pass on that commit.", "",
+            f"Workflow {code_span(gate.workflow)} runs `gpu_tests/` on the PR's head commit, "
+            "one job per runner class; the PR merges only when all of them pass on that "
+            "commit.", "",
             "| job | runner labels | required status |", "| --- | --- | --- |"]
     for job, labels in gate.runner_labels.items():
         status = next((r for r in gate.required if r.endswith(f"/{job}")), "—")
-        out.append(f"| {job} | `{', '.join(labels)}` | `{status}` |")
-    out += ["", "Re-run the gate: `gh workflow run "
-            f"{gate.workflow} -f pr=<this PR> -f sha=<head SHA>`, or re-run the failed jobs "
-            "from the Actions tab. Maintainers can also add the `gpu-gate` label.", "",
+        out.append(f"| {escape_text(job)} | {_code(', '.join(labels))} | {_code(status)} |")
+    rerun = code_span(f"gh workflow run {gate.workflow} -f pr=<this PR> -f sha=<head SHA>")
+    out += ["", f"Re-run the gate: {rerun}, or re-run the failed jobs from the Actions tab. "
+            "Maintainers can also add the `gpu-gate` label.", "",
             "<sub>Opened by pinbump. Edits to this branch are overwritten on the next run; "
             "close the PR to skip this version.</sub>"]
     return fit("\n".join(out) + "\n")
@@ -125,13 +141,14 @@ def failure_comment(sha: str, decision: GateDecision,
                     summaries: Sequence[tuple[str, str]] = ()) -> str:
     """The one comment per failed head SHA; ``summaries`` are (job, summary.md) pairs."""
     lines = [failure_mark(sha),
-             f"The GPU gate failed on `{sha[:12]}`; the PR stays open.", ""]
-    lines += [f"- `{c.name}`: [details]({c.url})" if c.url else f"- `{c.name}`"
-              for c in decision.failing]
+             f"The GPU gate failed on {code_span(sha[:12])}; the PR stays open.", ""]
+    lines += [f"- {code_span(c.name)}: {link('details', c.url)}" if c.url
+              else f"- {code_span(c.name)}" for c in decision.failing]
     budget = BODY_LIMIT // max(1, len(summaries)) - 200
     for job, text in summaries:
         text = text if len(text) <= budget else text[:budget] + "\n… (truncated)\n"
-        lines += ["", f"<details><summary>{job}</summary>", "", text.strip(), "", "</details>"]
+        lines += ["", f"<details><summary>{escape_html(job)}</summary>", "", text.strip(), "",
+                  "</details>"]
     return fit("\n".join(lines) + "\n")
 
 
@@ -145,18 +162,19 @@ def dashboard_body(plan: Plan | None, pr_url: str | None, gate_state: str | None
            "This issue lists pending updates of the GPU-kernel stack; pinbump keeps it current.",
            ""]
     if plan is None or not plan.changes:
-        lead = f" (`{plan.lead}` {plan.lead_current})" if plan else ""
+        lead = f" ({code_span(plan.lead)} {escape_text(plan.lead_current)})" if plan else ""
         out.append(f"**Up to date**{lead}: no complete and consistent newer set.")
     else:
         out += ["### Pending updates", "", "| package | from | to |", "| --- | --- | --- |"]
-        out += [f"| `{c.package}` | `{_cell(c.specifier_before)}` | "
-                f"`{_cell(c.specifier_after)}` |" for c in plan.changes]
+        out += [f"| {_code(c.package)} | {_code(c.specifier_before)} | "
+                f"{_code(c.specifier_after)} |" for c in plan.changes]
     if pr_url:
-        out += ["", f"Open bot PR: {pr_url} — GPU gate: **{gate_state or 'pending'}**"]
+        out += ["", f"Open bot PR: {bare_url(pr_url)} — GPU gate: "
+                f"**{escape_text(gate_state or 'pending')}**"]
     if plan is not None and plan.rejected:
         out += ["", "### Rejected versions", ""]
-        out += _capped([f"- `{r.package}` {r.version}: {_cell(r.reason)}"
-                        for r in plan.rejected], limit, "rejections")
+        out += _capped([_rejection(r) for r in plan.rejected], limit, "rejections")
     if plan is not None:
-        out += [f"- not verified: `{p}`: {_cell(w)}" for p, w in plan.not_verified]
+        out += [f"- not verified: {code_span(p)}: {escape_message(w)}"
+                for p, w in plan.not_verified]
     return fit("\n".join(out) + "\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from typing import Any
 
 from rich.console import Console
@@ -12,6 +13,13 @@ from rich.table import Table
 
 from bot.core.drift import DriftReport
 from bot.core.models import Plan
+from bot.render.markdown import (
+    code_block,
+    code_span,
+    escape_html,
+    escape_message,
+    escape_text,
+)
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
@@ -99,14 +107,10 @@ def drift_text(report: DriftReport, width: int = 140) -> str:
     return buf.getvalue()
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def drift_markdown(report: DriftReport, limit: int = 50) -> str:
     """The PR body's drift section: breaking first, long lists summarized."""
-    lines = [f"### API drift: `{report.package}` {report.old_version} → {report.new_version}",
-             ""]
+    lines = [f"### API drift: {code_span(report.package)} {escape_text(report.old_version)} → "
+             f"{escape_text(report.new_version)}", ""]
     if not report.findings:
         lines.append(f"No call site of the target is affected ({report.calls_scanned} calls "
                      f"checked in {report.files_scanned} files).")
@@ -118,8 +122,11 @@ def drift_markdown(report: DriftReport, limit: int = 50) -> str:
     lines += ["", "| severity | where | function | change | detail |",
               "| --- | --- | --- | --- | --- |"]
     for f in report.findings[:limit]:
-        lines.append(f"| {f.severity} | `{f.file}:{f.line}` | `{_md(f.function)}` | "
-                     f"{_md(f.change)} | {_md(f.detail)} |")
+        where = code_span(f"{f.file}:{f.line}", in_table=True)
+        lines.append(f"| {escape_text(f.severity)} | {where} | "
+                     f"{code_span(f.function, in_table=True)} | "
+                     f"{escape_message(f.change, in_table=True)} | "
+                     f"{escape_message(f.detail, in_table=True)} |")
     if len(report.findings) > limit:
         lines.append(f"| … | | | {len(report.findings) - limit} more findings | |")
     changed = {(f.function, f.old_signature, f.new_signature) for f in report.findings
@@ -127,9 +134,22 @@ def drift_markdown(report: DriftReport, limit: int = 50) -> str:
     if changed:
         lines += ["", "<details><summary>Signatures</summary>", ""]
         for function, old, new in sorted(changed)[:limit]:
-            lines += [f"`{function}`", "```diff", f"- {old}", f"+ {new}", "```"]
+            lines += [code_span(function), *code_block(f"- {old}\n+ {new}", "diff")]
         lines += ["</details>"]
     return "\n".join(lines + _breakages_md(report, limit)) + "\n"
+
+
+_GRIFFE_MD = re.compile(r"`(?P<obj>[^`]*)`: \*(?P<kind>[^*`]*)\*(?:: (?P<rest>.*))?")
+
+
+def _griffe_line(line: str) -> str:
+    """One line of griffe's Markdown explanation, rebuilt: its object path and values come
+    from the wheel, so only its shape (`obj`: *kind*: rest) is kept live."""
+    m = _GRIFFE_MD.fullmatch(line)
+    if not m:
+        return escape_message(line)
+    rest = f": {escape_message(m.group('rest'))}" if m.group("rest") is not None else ""
+    return f"{code_span(m.group('obj'))}: *{escape_text(m.group('kind'))}*{rest}"
 
 
 def _breakages_md(report: DriftReport, limit: int) -> list[str]:
@@ -137,9 +157,10 @@ def _breakages_md(report: DriftReport, limit: int) -> list[str]:
     if not report.api_breakages:
         return []
     out = ["", f"<details><summary>griffe: {len(report.api_breakages)} breaking change(s) in "
-               f"the public API of {report.package} (the table lists those the target calls)"
+               f"the public API of {escape_html(report.package)} (the table lists those the "
+               "target calls)"
                "</summary>", ""]
-    out += [f"- {line}" for line in report.api_breakages[:limit]]
+    out += [f"- {_griffe_line(line)}" for line in report.api_breakages[:limit]]
     if len(report.api_breakages) > limit:
         out.append(f"- … and {len(report.api_breakages) - limit} more")
     return [*out, "", "</details>"]
