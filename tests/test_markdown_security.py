@@ -17,15 +17,16 @@ import cmarkgfm
 import pytest
 from cmarkgfm.cmark import Options
 
-from bot.adapters.github import Check
 from bot.cli import main
-from bot.commands.pipeline import PlanOptions, planned
+from bot.commands.context import PlanOptions
+from bot.core.decisions import decide
 from bot.core.drift import DriftReport, Finding
 from bot.core.edits import Edit, EditSet, FileEdit, Mention
-from bot.core.models import Change, Plan, Rejection
-from bot.core.prbody import GateInfo, dashboard_body, decide, failure_comment, pr_body
+from bot.core.models import Change, Check, CheckState, Plan, Rejection
+from bot.core.prbody import GateInfo, dashboard_body, failure_comment, pr_body
 from bot.render.markdown import WORD_JOINER, code_block, code_span, escape_text
 from bot.render.report import drift_markdown
+from planning import planned
 from servers import StaticIndex
 from targets import write_target
 
@@ -146,7 +147,7 @@ def make_drift(words: list[str]) -> DriftReport:
 def bodies(words: list[str]) -> list[str]:
     plan, edits, drift = make_plan(words), make_edits(words), make_drift(words)
     name = " ".join(words)
-    decision = decide([name], [Check(name, "failure", "https://ci.example/1", "f" * 40)])
+    decision = decide([name], [Check(name, CheckState.FAILURE, "https://ci.example/1", "f" * 40)])
     return [pr_body(plan, edits, drift, GATE, notes=[f"ARG {x} left unchanged" for x in words],
                     limit=100),
             dashboard_body(plan, "https://github.com/acme/serving/pull/7", "pending"),
