@@ -16,7 +16,7 @@ from bot.adapters.tree import read_tree
 from bot.adapters.writer import WriteError, write_all
 from bot.cli import main
 from bot.commands.context import PlanOptions
-from bot.core.editset import compute_edits
+from bot.core.editset import apply_reads, compute_edits
 from planning import planned
 from servers import PypiServer
 
@@ -213,3 +213,29 @@ def test_failed_write_rolls_back(tmp_path: Path) -> None:
     assert (tmp_path / "a.txt").read_bytes() == b"old a\r\n"
     assert (tmp_path / "b.txt").read_bytes() == b"old b\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]  # no temp files
+
+
+def test_apply_looks_only_at_files_holding_an_old_version(pypi: PypiServer,
+                                                           tmp_path: Path) -> None:
+    """apply decodes only the files whose bytes hold an old version, plus pin files and
+    Dockerfiles; its edits and its left-unchanged list are those of looking at every file."""
+    publish(pypi)
+    extra = {
+        "python/sglang/other.py": 'import flashinfer\n"""Nothing old here: 0.6.7."""\n',
+        "python/sglang/near.py": '"""0.6.8.post10 is not old, yet the byte search keeps it."""\n',
+        "python/sglang/lazy.py": 'x = "0.6.8.post1"  # an old version only in a string\n',
+        "docker/Dockerfile.rocm": "ARG FLASHINFER_VERSION=0.6.11\nFROM base\n",
+        "README.md": "No versions here.\n",
+    }
+    repo = write_tree(tmp_path / "repo", {**TREE, **extra})
+    with planned(PlanOptions(repo=repo, index_url=pypi.url, no_cache=True)) as done:
+        ws = done.ws
+        some = ws.holding(*apply_reads(done.plan, ws.policy))
+        assert compute_edits(done.plan, ws.policy, some) == \
+            compute_edits(done.plan, ws.policy, dict(ws.files))
+    assert set(some) < set(ws.files)
+    assert "python/sglang/other.py" not in some
+    assert "README.md" not in some
+    assert {"python/sglang/lazy.py", "python/sglang/near.py", "docker/Dockerfile.rocm",
+            "python/pyproject.toml", "docs/notes.md"} <= set(some)
+    assert all(some[p] == ws.files[p] for p in some)

@@ -99,6 +99,18 @@ def test_dockerfile_ambiguous_value_is_a_note() -> None:
      '            "0.6.8.post1",\n        )\n',
      'def f():\n    if x:\n        assert_pkg_version(\n            "flashinfer_python",\n'
      '            "0.6.11",\n        )\n'),
+    # lines as Python counts them: a form feed or a non-ASCII character before the literal
+    ('"""Doc\x0cpage."""\nassert_pkg_version("flashinfer_python", "0.6.8.post1")\n',
+     '"""Doc\x0cpage."""\nassert_pkg_version("flashinfer_python", "0.6.11")\n'),
+    ('check("flashinfer_python", "é", r"0.6.8.post1")\r\n',
+     'check("flashinfer_python", "é", r"0.6.11")\r\n'),
+    # not a plain one-piece literal: left for a human (listed as left unchanged)
+    ('check("flashinfer_python", "0.6." "8.post1")\n',
+     'check("flashinfer_python", "0.6." "8.post1")\n'),
+    ('check("flashinfer_python", "0.6.8\\x2epost1")\n',
+     'check("flashinfer_python", "0.6.8\\x2epost1")\n'),
+    ('check("flashinfer_python", f"0.6.8.post1")\n',
+     'check("flashinfer_python", f"0.6.8.post1")\n'),
 ])
 def test_assertions(before: str, after: str) -> None:
     edit = edit_assertions("m.py", before, BUMPS)

@@ -7,10 +7,12 @@ apply's editors and drift's call-site scan all work on the ``Tree`` it returns.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.core.discovery import SKIP_DIRS, Target, find_pins
+from bot.core.workspace import TextFiles
 from bot.errors import InputError
 
 MAX_BYTES = 2 * 1024 * 1024
@@ -19,12 +21,14 @@ MAX_BYTES = 2 * 1024 * 1024
 @dataclass(frozen=True)
 class Tree:
     root: Path
-    raw: dict[str, bytes]  # relative posix path -> bytes as read (walk order)
-    text: dict[str, str]  # the same, decoded (files that are not UTF-8 text are left out)
+    raw: dict[str, bytes]  # relative posix path -> bytes as read (walk order), text files only
+    text: Mapping[str, str]  # the same, decoded when looked at (bytes are held once)
     undecodable: dict[str, str] = field(default_factory=dict)  # path -> why it is not text
 
 
 def _why_not_text(data: bytes) -> str | None:
+    if data.isascii():  # most source files: no decode needed to know
+        return "contains NUL bytes" if b"\0" in data else None
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -37,7 +41,6 @@ def read_tree(root: Path) -> Tree:
     if not root.is_dir():
         raise InputError(f"{root}: not a directory (pass the target repository with --repo)")
     raw: dict[str, bytes] = {}
-    text: dict[str, str] = {}
     undecodable: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
@@ -54,8 +57,8 @@ def read_tree(root: Path) -> Tree:
             if why is not None:
                 undecodable[rel] = why
                 continue
-            raw[rel], text[rel] = data, data.decode("utf-8")
-    return Tree(root=root, raw=raw, text=text, undecodable=undecodable)
+            raw[rel] = data
+    return Tree(root=root, raw=raw, text=TextFiles(raw), undecodable=undecodable)
 
 
 def discover(root: Path, names: set[str]) -> Target:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from bot.adapters.writer import write_all
 from bot.core.edits import Bump, EditSet, bumps_from_plan
-from bot.core.editset import compute_edits
+from bot.core.editset import apply_reads, compute_edits
 from bot.core.models import Plan
 from bot.core.workspace import Workspace
 
@@ -21,7 +21,8 @@ class ApplyResult:
 
 def apply(ws: Workspace, plan: Plan, *, write: bool = True) -> ApplyResult:
     """Compute every edit (validated, in memory), then write them unless ``write`` is off."""
-    edits, notes = compute_edits(plan, ws.policy, ws.files)
+    files = ws.holding(*apply_reads(plan, ws.policy))  # the rest cannot change
+    edits, notes = compute_edits(plan, ws.policy, files)
     bumps = bumps_from_plan(plan, ws.group)
     written = write and bool(edits.files)
     if written:

@@ -10,12 +10,11 @@ Every other occurrence of an old version is reported as left unchanged.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 from packaging.utils import canonicalize_name
 
 from bot.core.config import Group
@@ -271,58 +270,85 @@ def validate_dockerfile(edit: FileEdit, bumps: Sequence[Bump]) -> None:
 
 
 # -- Python version assertions -------------------------------------------------------------
-class _AssertionRewriter(cst.CSTTransformer):
-    METADATA_DEPENDENCIES = (PositionProvider,)
+_PACKAGE_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_QUOTES = ('"""', "'''", '"', "'")
+_PY_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
-    def __init__(self, bumps: Mapping[str, Bump]) -> None:
-        super().__init__()
-        self.bumps = bumps
-        self.changed: list[tuple[int, str, str]] = []  # line, old version, new version
 
-    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        strings = [(i, a.value) for i, a in enumerate(updated.args)
-                   if isinstance(a.value, cst.SimpleString)]
-        values = {i: s.evaluated_value for i, s in strings}
-        packages = [self.bumps[n] for v in values.values() if isinstance(v, str)
-                    and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", v)
-                    and (n := canonicalize_name(v)) in self.bumps]
-        if len(packages) != 1:
-            return updated
-        bump = packages[0]
-        args = list(updated.args)
-        for i, node in strings:
-            if values[i] in bump.old and "\\" not in node.value:
-                start = node.prefix + node.quote
-                args[i] = args[i].with_changes(
-                    value=node.with_changes(value=f"{start}{bump.new}{node.quote}"))
-                line = self.get_metadata(PositionProvider, original.args[i]).start.line
-                self.changed.append((line, str(values[i]), bump.new))
-        return updated.with_changes(args=args)
+def _string_args(call: ast.Call) -> list[ast.Constant]:
+    """String literals among a call's positional and keyword arguments."""
+    values = [*call.args, *(k.value for k in call.keywords)]
+    return [v for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+
+
+def _literal_span(lines: list[bytes], node: ast.Constant) -> tuple[int, int, int, str] | None:
+    """(line index, start byte, end byte, quote) of a one-line plain string literal; None for
+    implicit concatenations, escapes, f-strings or literals over several lines."""
+    if node.end_lineno != node.lineno or node.end_col_offset is None:
+        return None
+    index = node.lineno - 1
+    source = lines[index][node.col_offset:node.end_col_offset].decode("utf-8", "replace")
+    prefix = source[:1] if source[:1] in ("r", "R", "u", "U") else ""
+    rest = source[len(prefix):]
+    quote = next((q for q in _QUOTES if len(rest) >= 2 * len(q) and rest.startswith(q)
+                  and rest.endswith(q)), None)
+    if quote is None or "\\" in source or rest[len(quote):-len(quote)] != node.value:
+        return None
+    return index, node.col_offset, node.end_col_offset, prefix + quote
 
 
 def edit_assertions(path: str, text: str, bumps: Sequence[Bump]) -> FileEdit:
-    """Version checks in Python: a call whose string arguments hold a package and its version."""
+    """Version checks in Python: a call whose string arguments hold a package and its version.
+
+    Found through Python's own syntax tree (``ast``: a file costs one parse at C speed; files
+    without an old version are not parsed at all); only the version literal is rewritten, in
+    place, so quoting, comments and layout stay as they were."""
     olds = {v for b in bumps for v in b.old}
     if not any(v in text for v in olds):
         return FileEdit(path, text, text)
     try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        line, message = exc.raw_line, exc.message
-        try:  # libcst's tokenizer errors carry no line; Python's own parser knows it
-            compile(text, path, "exec", dont_inherit=True)
-        except SyntaxError as syntax:
-            line, message = syntax.lineno or line, syntax.msg
+        module = ast.parse(text, filename=path)
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None) or 1
+        message = getattr(exc, "msg", None) or str(exc)
         raise InputError(f"{path}:{line}: cannot parse Python ({message}); fix the file "
                          "first") from None
-    rewriter = _AssertionRewriter({b.package: b for b in bumps})
-    new = MetadataWrapper(module).visit(rewriter).code
-    if not rewriter.changed:
+    by_name = {b.package: b for b in bumps}
+    old_lines = _PY_LINE.findall(text)  # lines as Python numbers them (not at \f or \x1c)
+    raw_lines = [line.encode("utf-8") for line in old_lines]
+    spans: dict[int, list[tuple[int, int, bytes]]] = {}  # line index -> (start, end, new)
+    for node in ast.walk(module):
+        if not isinstance(node, ast.Call):
+            continue
+        strings = _string_args(node)
+        if not any(s.value in olds for s in strings):
+            continue
+        named = [by_name[n] for s in strings if _PACKAGE_WORD.fullmatch(str(s.value))
+                 and (n := canonicalize_name(str(s.value))) in by_name]
+        if len(named) != 1:  # none, or two packages: whose version would it be?
+            continue
+        bump = named[0]
+        for s in strings:
+            if s.value not in bump.old:
+                continue
+            span = _literal_span(raw_lines, s)
+            if span is not None:
+                index, start, end, opening = span
+                closing = opening.lstrip("rRuU")
+                spans.setdefault(index, []).append(
+                    (start, end, f"{opening}{bump.new}{closing}".encode()))
+    if not spans:
         return FileEdit(path, text, text)
-    old_lines, new_lines = _lines(text), _lines(new)
-    edits = [Edit(path, line, "assertion", old_lines[line - 1].strip(),
-                  new_lines[line - 1].strip()) for line, _, _ in rewriter.changed]
-    return FileEdit(path, text, new, edits)
+    new_lines = list(old_lines)
+    edits: list[Edit] = []
+    for index in sorted(spans):
+        line = raw_lines[index]
+        for start, end, new in sorted(spans[index], reverse=True):
+            line = line[:start] + new + line[end:]
+        new_lines[index] = line.decode("utf-8")
+        edits += [Edit(path, index + 1, "assertion", old_lines[index].strip(),
+                       new_lines[index].strip()) for _ in spans[index]]
+    return FileEdit(path, text, "".join(new_lines), edits)
 
 
 # -- docs ----------------------------------------------------------------------------------

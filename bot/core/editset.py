@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from bot.core.config import Policy
@@ -33,6 +33,16 @@ DOCKERFILE_GLOBS = ("Dockerfile", "*.Dockerfile", "Dockerfile.*", "*.dockerfile"
 def is_dockerfile(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return any(fnmatch.fnmatch(name, g) for g in DOCKERFILE_GLOBS)
+
+
+def apply_reads(plan: Plan, policy: Policy) -> tuple[tuple[bytes, ...], Callable[[str], bool]]:
+    """What apply must look at: files whose bytes hold an old version (the needles), plus the
+    pin files and Dockerfiles (``keep``). No editor can change any other file, so the rest of
+    the tree is passed over at byte-search speed, never decoded."""
+    bumps = bumps_from_plan(plan, policy.active_group)
+    needles = tuple(sorted({v.encode() for b in bumps for v in b.old}))
+    pin_files = {pin.file for change in plan.changes for pin in change.pins}
+    return needles, lambda rel: rel in pin_files or is_dockerfile(rel)
 
 
 def _chain(first: FileEdit, second: FileEdit) -> FileEdit:

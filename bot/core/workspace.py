@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -13,6 +13,37 @@ from bot.core.discovery import Target, find_pins, read_pyprojects
 from bot.core.environment import Environment
 
 CONFIG_FILE = "pinbump.toml"
+
+
+class TextFiles(Mapping[str, str]):
+    """A tree's text files, decoded when looked at from the bytes held once: a large tree is
+    not held twice, and the files nobody opens are never decoded. ``raw`` holds only files
+    already known to be UTF-8 text."""
+
+    def __init__(self, raw: Mapping[str, bytes]) -> None:
+        self._raw = raw
+
+    def __getitem__(self, path: str) -> str:
+        return self._raw[path].decode("utf-8")
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+def holding(raw: Mapping[str, bytes], needles: Iterable[bytes],
+            keep: Callable[[str], bool] = lambda _path: False) -> dict[str, str]:
+    """The files whose bytes hold one of ``needles`` (or that ``keep`` names), decoded: a byte
+    search per file, so a command that needs a few files of a large tree decodes only those.
+    A file may be kept for a match that is not a whole token; callers look closer."""
+    wanted = tuple(needles)
+    return {p: data.decode("utf-8") for p, data in raw.items()
+            if keep(p) or any(n in data for n in wanted)}
 
 
 @dataclass(frozen=True)
@@ -30,6 +61,11 @@ class Workspace:
     @property
     def group(self) -> Group:
         return self.policy.active_group
+
+    def holding(self, needles: Iterable[bytes],
+                keep: Callable[[str], bool] = lambda _path: False) -> dict[str, str]:
+        """The text files holding one of ``needles`` (byte search), or named by ``keep``."""
+        return holding(self.raw, needles, keep)
 
     @property
     def python_sources(self) -> dict[str, str]:
@@ -50,5 +86,6 @@ def build_workspace(root: Path, raw: Mapping[str, bytes], files: Mapping[str, st
     target = find_pins(root, files, config_names(policy), undecodable, pyprojects)
     env = Environment.for_target(target.requires_python(policy.active_group.lead),
                                  policy.python)
-    return Workspace(root=root, files=MappingProxyType(dict(files)),
+    view = files if isinstance(files, TextFiles) else MappingProxyType(dict(files))
+    return Workspace(root=root, files=view,
                      raw=MappingProxyType(dict(raw)), target=target, policy=policy, env=env)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import io
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from bot.core.drift import DriftReport
 from bot.core.models import Plan
 from bot.render.markdown import (
     code_block,
@@ -20,6 +19,9 @@ from bot.render.markdown import (
     escape_message,
     escape_text,
 )
+
+if TYPE_CHECKING:  # drift's types only: plan's output never loads libcst or griffe
+    from bot.core.drift import DriftReport
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
