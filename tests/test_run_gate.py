@@ -12,6 +12,7 @@ from threading import Thread
 import cmarkgfm
 import pytest
 
+from bot.adapters.github import GitHub
 from bot.cli import main
 from github_emulator import GitHubEmulator
 from reads import count_reads
@@ -60,7 +61,7 @@ def git(cwd: Path, *args: str) -> str:
 
 
 class World:
-    def __init__(self, tmp: Path, pypi: PypiServer, files: dict[str, str] | None = None
+    def __init__(self, tmp: Path, pypi: PypiServer | None, files: dict[str, str] | None = None
                  ) -> None:
         self.pypi = pypi
         self.bare = tmp / "remote.git"
@@ -80,6 +81,7 @@ class World:
         self.cache = tmp / "cache"
 
     def run(self, *extra: str) -> int:
+        assert self.pypi is not None
         return main(["run", "--repo", str(self.checkout), "--github-repo", "acme/serving",
                      "--api-url", self.emu.url, "--write-interval", "0", "--index-url",
                      self.pypi.url, "--cache-dir",
@@ -99,6 +101,27 @@ class World:
                           headers={"Authorization": f"token {TOKEN}"}, timeout=10)
         assert r.status_code == 201
 
+    def bot_pr(self, branch: str = "pinbump/flashinfer-0.6.11") -> tuple[int, str]:
+        """A bot branch pushed by hand and its PR opened through the API: what the gate
+        needs, without planning. Returns (PR number, head SHA)."""
+        import requests
+
+        git(self.checkout, "checkout", "--quiet", "-b", branch)
+        (self.checkout / "BUMP.md").write_text(f"{branch}\n")
+        git(self.checkout, "add", "-A")
+        git(self.checkout, "-c", "user.name=dev", "-c", "user.email=d@x.invalid", "commit",
+            "--quiet", "-m", "bump")
+        git(self.checkout, "push", "--quiet", "origin", f"HEAD:{branch}")
+        git(self.checkout, "checkout", "--quiet", "main")
+        r = requests.post(f"{self.emu.url}/repos/acme/serving/pulls",
+                          json={"title": "Bump", "body": "b", "head": branch, "base": "main"},
+                          headers={"Authorization": f"token {TOKEN}"}, timeout=10)
+        assert r.status_code == 201, r.text
+        return r.json()["number"], git(self.bare, "rev-parse", f"refs/heads/{branch}")
+
+    def client(self) -> GitHub:
+        return GitHub("acme/serving", TOKEN, base_url=self.emu.url, write_interval=0)
+
     def close(self) -> None:
         self.emu.shutdown()
         self.emu.server_close()
@@ -113,6 +136,16 @@ def world(tmp_path: Path, pypi: PypiServer, monkeypatch: pytest.MonkeyPatch):
     pypi.add("quack-kernels", "0.3.0", uploaded=OLD)
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     w = World(tmp_path, pypi)
+    yield w
+    w.close()
+    assert w.emu.violations == [], "\n".join(w.emu.violations)
+
+
+@pytest.fixture
+def github_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The remote and the GitHub emulator, no package index: for the gate and the adapter."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    w = World(tmp_path, None)
     yield w
     w.close()
     assert w.emu.violations == [], "\n".join(w.emu.violations)
@@ -176,11 +209,10 @@ def test_newer_version_supersedes_the_old_pr(world: World,
     assert world.emu.state.items[second["pr"]]["head"] == "pinbump/flashinfer-0.6.12"
 
 
-def test_gate_pending_failed_passed_and_merged(world: World,
+def test_gate_pending_failed_passed_and_merged(github_world: World,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    assert world.run() == 0
-    result = last_json(capsys.readouterr().out)
-    pr, sha = result["pr"], result["head_sha"]
+    world = github_world
+    pr, sha = world.bot_pr()
     assert world.gate(pr) == 0
     assert "pending on" in capsys.readouterr().err
     world.status(sha, REQUIRED[0], "success")
@@ -203,36 +235,56 @@ def test_gate_pending_failed_passed_and_merged(world: World,
     assert "is merged" in capsys.readouterr().err
 
 
-def test_a_push_after_a_green_gate_resets_it(world: World,
+def test_a_push_after_a_green_gate_resets_it(github_world: World,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    assert world.run() == 0
-    result = last_json(capsys.readouterr().out)
+    world = github_world
+    branch = "pinbump/flashinfer-0.6.11"
+    pr, sha = world.bot_pr(branch)
     for context in REQUIRED:
-        world.status(result["head_sha"], context, "success")
-    git(world.checkout, "fetch", "--quiet", "origin", result["branch"])
-    git(world.checkout, "checkout", "--quiet", "FETCH_HEAD")
+        world.status(sha, context, "success")
+    git(world.checkout, "checkout", "--quiet", branch)
     (world.checkout / "NOTE.md").write_text("a human pushed\n")
     git(world.checkout, "add", "-A")
     git(world.checkout, "-c", "user.name=dev", "-c", "user.email=d@x.invalid", "commit",
         "--quiet", "-m", "human")
-    git(world.checkout, "push", "--quiet", "origin", f"HEAD:{result['branch']}")
-    assert world.gate(result["pr"]) == 0
+    git(world.checkout, "push", "--quiet", "origin", f"HEAD:{branch}")
+    assert world.gate(pr) == 0
     assert "pending on" in capsys.readouterr().err
     assert world.emu.state.merges == []
 
 
-def test_secondary_rate_limit_and_502_are_retried(world: World,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_secondary_rate_limit_and_502_are_retried(github_world: World) -> None:
+    world = github_world
+    branch = "pinbump/flashinfer-0.6.11"
+    world.bot_pr("pinbump/other")  # the branch exists; open its PR through the adapter
+    git(world.checkout, "push", "--quiet", "origin", f"pinbump/other:{branch}")
     world.emu.inject(r"^POST .*/pulls$", 403, headers={"Retry-After": "1"},
                      body={"message": "You have exceeded a secondary rate limit. Please wait a "
                                       "few minutes before you try again.",
                            "documentation_url": "https://docs.github.com/rest"})
     world.emu.inject(r"^GET /repos/acme/serving$", 502)
-    assert world.run() == 0
-    assert last_json(capsys.readouterr().out)["action"] == "opened"
-    statuses = [s for m, p, s in world.emu.log if p.endswith("/pulls") and m == "POST"]
-    assert statuses == [403, 201]
-    assert ("GET", "/repos/acme/serving", 502) in world.emu.log
+    start = len(world.emu.log)
+    pr = world.client().create_pull(title="t", body="b", head=branch, base="main")
+    assert pr.head_ref == branch
+    log = world.emu.log[start:]
+    assert [s for m, p, s in log if p.endswith("/pulls") and m == "POST"] == [403, 201]
+    assert ("GET", "/repos/acme/serving", 502) in log
+
+
+def test_primary_rate_limit_waits_for_the_reset(github_world: World) -> None:
+    world = github_world
+    world.emu.inject(r"^GET /repos/acme/serving/pulls$", 403, reset_in=2,
+                     body={"message": "API rate limit exceeded for installation.",
+                           "documentation_url": "https://docs.github.com/rest"})
+    world.bot_pr()
+    start = len(world.emu.log)
+    assert [p.head_ref for p in world.client().open_pulls("main", "pinbump/")] == \
+        ["pinbump/flashinfer-0.6.11"]
+    pulls = [i for i, (m, p, _) in enumerate(world.emu.log) if m == "GET" and
+             p.endswith("/pulls") and i >= start]
+    assert [world.emu.log[i][2] for i in pulls[:2]] == [403, 200]
+    waited = world.emu.stamps[pulls[1]] - world.emu.stamps[pulls[0]]
+    assert waited >= 1.5, waited  # held back until x-ratelimit-reset, not retried at once
 
 
 def test_missing_token_fails_before_any_change(world: World, monkeypatch: pytest.MonkeyPatch,
@@ -315,22 +367,9 @@ def test_dry_run_pushes_and_writes_nothing(world: World, monkeypatch: pytest.Mon
     assert "pinbump" not in git(world.checkout, "worktree", "list")
 
 
-def test_primary_rate_limit_waits_for_the_reset(world: World,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
-    world.emu.inject(r"^GET /repos/acme/serving/pulls$", 403, reset_in=2,
-                     body={"message": "API rate limit exceeded for installation.",
-              "documentation_url": "https://docs.github.com/rest"})
-    assert world.run() == 0
-    assert last_json(capsys.readouterr().out)["action"] == "opened"
-    pulls = [i for i, (m, p, _) in enumerate(world.emu.log) if m == "GET" and
-             p.endswith("/pulls")]
-    assert [world.emu.log[i][2] for i in pulls[:2]] == [403, 200]
-    waited = world.emu.stamps[pulls[1]] - world.emu.stamps[pulls[0]]
-    assert waited >= 1.5, waited  # held back until x-ratelimit-reset, not retried at once
-
-
-def test_status_command_sets_a_commit_status(world: World,
+def test_status_command_sets_a_commit_status(github_world: World,
                                              capsys: pytest.CaptureFixture[str]) -> None:
+    world = github_world
     sha = git(world.bare, "rev-parse", "main")
     assert main(["status", "--github-repo", "acme/serving", "--api-url", world.emu.url,
                  "--write-interval", "0", "--sha", sha, "--context", "pinbump/gpu-gate/sm90",
