@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 
-_CREDENTIALS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
+_CREDENTIALS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/?#\s]+@", re.IGNORECASE)
 
 
 def redact(text: str) -> str:
-    """Remove user:password (or a token) from any URL inside ``text``."""
+    """Remove user:password (or a token) from any URL inside ``text``: a last line of defence
+    for messages; index URLs lose their credentials where they are read (bot.core.urls)."""
     return _CREDENTIALS.sub(r"\g<scheme>***@", text)
 
 

@@ -245,6 +245,13 @@ class _HostileHandler(http.server.BaseHTTPRequestHandler):
         with srv.lock:
             srv.requests.append((self.command, self.path, dict(self.headers.items())))
             route = srv.routes.get(self.path.split("?")[0])
+        if srv.auth is not None:
+            import base64
+
+            expected = "Basic " + base64.b64encode(":".join(srv.auth).encode()).decode()
+            if self.headers.get("Authorization") != expected:
+                self._send(401, {"WWW-Authenticate": 'Basic realm="index"'}, b"who are you")
+                return
         if route is None:
             self._send(404, {"Content-Type": "text/plain"}, b"not here")
             return
@@ -296,6 +303,7 @@ class HostileIndex(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _HostileHandler)
         self.root = root
         self.routes: dict[str, Route] = {}
+        self.auth: tuple[str, str] | None = None  # (user, password) every request must carry
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()

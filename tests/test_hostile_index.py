@@ -9,6 +9,7 @@ import os
 import tracemalloc
 import zipfile
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,79 @@ def test_a_file_name_from_the_index_never_becomes_a_path(
     assert snapshot(tmp_path, cache) == before
     assert all(p.parent.parent == cache / "src" or cache / "src" not in p.parents
                for p in cache.rglob("*") if p.parent.name != "src")
+
+
+# -- item 5: credentials in the index URL ----------------------------------------------------
+def flashinfer_stack(index: HostileIndex, wheels: Path) -> None:
+    """The stack test_run_gate's world uses, plus flashinfer-python 0.6.12 whose cubin is
+    missing: a rejection whose reason names the index."""
+    from test_run_gate import FP4_NEW, FP4_OLD, WS_NEW, WS_OLD, sources
+
+    old = datetime(2025, 1, 1)
+    lead = [build_wheel(wheels, "flashinfer-python", v, files=sources(fp4, ws),
+                        requires=["nvidia-cutlass-dsl>=4.4"])
+            for v, fp4, ws in (("0.6.8.post1", FP4_OLD, WS_OLD), ("0.6.11", FP4_NEW, WS_NEW),
+                               ("0.6.12", FP4_NEW, WS_NEW))]
+    index.publish("flashinfer-python", lead, uploaded=old)
+    index.publish("flashinfer-cubin", [build_wheel(wheels, "flashinfer-cubin", v)
+                                       for v in ("0.6.8.post1", "0.6.11")], uploaded=old)
+    index.publish("nvidia-cutlass-dsl", [build_wheel(wheels, "nvidia-cutlass-dsl", v)
+                                         for v in ("4.4.2", "4.5.0")], uploaded=old)
+    index.publish("quack-kernels", [build_wheel(wheels, "quack-kernels", "0.3.0")],
+                  uploaded=old)
+
+
+def secret_free(where: str, text: str | bytes) -> None:
+    data = text.encode() if isinstance(text, str) else text
+    assert SECRET.encode() not in data, f"the index password leaked into {where}"
+
+
+def test_index_credentials_reach_the_index_and_nothing_else(
+        index: HostileIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import subprocess
+    from types import SimpleNamespace
+
+    from test_run_gate import TOKEN, World
+
+    index.auth = ("bot", SECRET)
+    flashinfer_stack(index, tmp_path / "wheels")
+    url = f"http://bot:{SECRET}@{index.base.removeprefix('http://')}/simple"
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    world = World(tmp_path, SimpleNamespace(url=url))  # type: ignore[arg-type]
+    try:
+        plan = ["plan", "--repo", str(world.checkout), "--index-url", url,
+                "--cache-dir", str(world.cache)]
+        code, out, err = cli(plan, capsys)
+        assert code == 0, err
+        assert f"flashinfer-cubin 0.6.12 is not published on {index.url}" in out
+        secret_free("plan text", out + err)
+        code, out, err = cli([*plan, "--json"], capsys)
+        assert code == 0 and '"version": "0.6.12"' in out
+        secret_free("plan JSON", out + err)
+        assert world.run() == 0
+        captured = capsys.readouterr()
+        secret_free("run output", captured.out + captured.err)
+        items = world.emu.state.items.values()
+        assert any("is not published on" in (i.get("body") or "") for i in items)
+        for item in items:
+            secret_free(f"GitHub item {item.get('title')!r}",
+                        f"{item.get('title')}\n{item.get('body')}")
+        for comments in world.emu.state.comments.values():
+            secret_free("a comment", "\n".join(c["body"] for c in comments))
+        history = subprocess.run(["git", "log", "-p", "--all"], cwd=world.bare, check=True,
+                                 capture_output=True).stdout
+        secret_free("the pushed history", history)
+        index.routes.pop("/simple/quack-kernels/")  # an error names the URL it tried
+        code, out, err = cli([*plan, "--no-cache", "--retries", "0"], capsys)
+        assert code == 2
+        one_line_error(err, f"{index.url}/quack-kernels/")
+        secret_free("an error", out + err)
+    finally:
+        world.close()
+    secret_free("logs", caplog.text)
+    assert any(world.cache.rglob("*.json")), "the cache holds pages"
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and "objects" not in path.parts:
+            secret_free(str(path), path.read_bytes())
+    assert any("Authorization" in h for _m, _p, h in index.requests)

@@ -8,7 +8,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from bot import __version__
+from bot.core.urls import Credentials, origin, split_credentials
 from bot.errors import IndexError_, redact
 
 RETRY_STATUSES = {429, 500, 502, 503, 504}
@@ -68,8 +69,11 @@ class HttpClient:
     """GET/HEAD/range requests with retries; pages revalidated with If-None-Match from disk."""
 
     def __init__(self, cache_dir: Path | None = None, *, timeout: float = 20.0,
-                 retries: int = 3, backoff: float = 0.25, max_retry_after: float = 10.0) -> None:
+                 retries: int = 3, backoff: float = 0.25, max_retry_after: float = 10.0,
+                 credentials: Iterable[Credentials] = ()) -> None:
         self.cache_dir = cache_dir
+        self._auth: dict[str, httpx.BasicAuth] = {}
+        self.authorize(credentials)
         self.retries = retries
         self.backoff = backoff
         self.max_retry_after = max_retry_after
@@ -81,6 +85,19 @@ class HttpClient:
             limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
             trust_env=True,
         )
+
+    def authorize(self, credentials: Iterable[Credentials]) -> None:
+        """Send these credentials with every request to their origin (and only there)."""
+        for creds in credentials:
+            self._auth[creds.origin] = httpx.BasicAuth(creds.username, creds.password)
+
+    def _public(self, url: str) -> str:
+        """``url`` without user:password; credentials found in it are kept for its origin.
+        Every URL is passed through here first: none with a secret goes further."""
+        clean, creds = split_credentials(url)
+        if creds is not None:
+            self.authorize([creds])
+        return clean
 
     def close(self) -> None:
         self._client.close()
@@ -98,6 +115,8 @@ class HttpClient:
 
         Statuses in ``ok`` and 304/404/416 come back to the caller; anything else raises.
         """
+        url = self._public(url)
+        auth = self._auth.get(origin(url))
         last = ""
         last_headers: Mapping[str, str] = {}
         for attempt in range(self.retries + 1):
@@ -105,7 +124,8 @@ class HttpClient:
                 time.sleep(self._delay(attempt, last_headers))
                 last_headers = {}
             try:
-                resp = self._client.request(method, url, headers=dict(headers or {}))
+                resp = self._client.request(method, url, headers=dict(headers or {}),
+                                            auth=auth or httpx.USE_CLIENT_DEFAULT)
             except httpx.TimeoutException:
                 last = "timed out"
                 continue
@@ -140,6 +160,7 @@ class HttpClient:
     # -- cached pages ---------------------------------------------------------------------
     def get_cached(self, url: str, accept: str) -> Response:
         """GET a page, revalidating a stored copy with its ETag / Last-Modified."""
+        url = self._public(url)  # the cache is keyed by the URL without credentials
         entry = self._cache_path(url, accept)
         meta: dict[str, str] | None = None
         headers = {"Accept": accept}

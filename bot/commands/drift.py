@@ -85,6 +85,7 @@ def drift(ws: Workspace, services: Services, from_version: str | None,
           ) -> DriftOutcome:
     """Between ``from_version`` and ``to_version`` (default: the plan's current and target)."""
     lead = ws.group.lead
+    services.http.authorize(ws.policy.credentials)
     if from_version is None or to_version is None:
         planned = make_plan(ws, services, as_of)
         from_version = from_version or planned.lead_current

@@ -12,6 +12,7 @@ from bot.core.workspace import Workspace
 def plan(ws: Workspace, services: Services, as_of: str | None = None) -> Plan:
     """Query the index for the group (pages fetched at once) and resolve."""
     group = ws.group
+    services.http.authorize(ws.policy.credentials)  # the index's, to its origin only
     source = IndexSource(services.index, ws.policy, ws.env)
     with services.progress(f"querying the index for {', '.join(group.members)}"):
         source.prefetch(group.members)

@@ -11,6 +11,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from bot.core.discovery import PyProject, load_toml
+from bot.core.urls import Credentials, index_url
 from bot.errors import ConfigError
 
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -68,6 +69,7 @@ class Policy:
     required_checks: tuple[str, ...] | None = None  # default: one status per GPU job
     merge_method: str = "squash"
     source: str = "built-in defaults"
+    credentials: tuple[Credentials, ...] = field(default=(), repr=False)  # of index URLs
 
     def index_for(self, package: str) -> str:
         return self.package_index.get(package, self.index_url)
@@ -259,7 +261,29 @@ def load_policy(pinbump_toml: str | None, pyprojects: Sequence[PyProject],
     if "group" in flags and flags["group"] not in policy.groups:
         raise ConfigError(f"--group: no group named {flags['group']!r} "
                           f"(defined: {', '.join(sorted(policy.groups))})")
-    return replace(policy, **flags)
+    return _split_index_credentials(replace(policy, **flags), "index_url" in flags)
+
+
+def _split_index_credentials(policy: Policy, from_flag: bool) -> Policy:
+    """Check every index URL; keep their credentials in ``policy.credentials`` only."""
+    found: list[Credentials] = []
+
+    def clean(where: str, url: str) -> str:
+        try:
+            plain, creds = index_url(url)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        if creds is not None:
+            found.append(creds)
+        return plain
+
+    prefix = "" if policy.source.endswith("pinbump.toml") else "tool.pinbump."
+    main_url = clean("--index-url" if from_flag else f"{policy.source}: key '{prefix}index-url'",
+                     policy.index_url)
+    per_package = {name: clean(f"{policy.source}: key '{prefix}index.{name}'", url)
+                   for name, url in policy.package_index.items()}
+    return replace(policy, index_url=main_url, package_index=per_package,
+                   credentials=tuple(found))
 
 
 def config_names(policy: Policy) -> set[str]:
