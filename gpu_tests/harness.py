@@ -170,7 +170,7 @@ def run_ranks(fn: Callable[..., Any], world: int, timeout: float = 300.0,
     with tempfile.TemporaryDirectory(prefix="ranks-") as tmp:
         work = Path(tmp)
         procs = [ctx.Process(target=_entry, args=(fn, r, world, port, args, tmp, backend,
-                                                   own), daemon=True)
+                                                   own))
                  for r in range(world)]
         for p in procs:
             p.start()
