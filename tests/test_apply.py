@@ -239,3 +239,26 @@ def test_apply_looks_only_at_files_holding_an_old_version(pypi: PypiServer,
     assert {"python/sglang/lazy.py", "python/sglang/near.py", "docker/Dockerfile.rocm",
             "python/pyproject.toml", "docs/notes.md"} <= set(some)
     assert all(some[p] == ws.files[p] for p in some)
+
+
+def test_unrelated_dockerfile_arg_equal_to_an_old_version_stays(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 11 item 7: ARG MOONCAKE_VERSION=4.4.2 equals the old cutlass version but nothing
+    ties it to cutlass; it stays, and is listed with the reason. A configured name is edited."""
+    publish(pypi)
+    files = dict(TREE)
+    files["docker/Dockerfile"] += ("ARG MOONCAKE_VERSION=4.4.2\n"
+                                   "RUN pip install mooncake-transfer-engine==${MOONCAKE_VERSION}\n"
+                                   "ARG CUTE=4.4.2\n")
+    files["pinbump.toml"] = '[dockerfile-args]\nCUTE = "nvidia-cutlass-dsl"\n'
+    repo = write_tree(tmp_path / "repo", files)
+    code, out, err = apply(capsys, repo, pypi.url, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    docker = (repo / "docker/Dockerfile").read_text()
+    assert "ARG MOONCAKE_VERSION=4.4.2\n" in docker and "ARG CUTE=4.5.0\n" in docker
+    assert "ARG FLASHINFER_VERSION=0.6.11\n" in docker
+    assert {"file": "docker/Dockerfile", "line": 11, "package": "nvidia-cutlass-dsl",
+            "version": "4.4.2", "text": "ARG MOONCAKE_VERSION=4.4.2"} in doc["left_unchanged"]
+    assert doc["notes"] == ["docker/Dockerfile:11: ARG MOONCAKE_VERSION=4.4.2 left unchanged: "
+                            "used for mooncake-transfer-engine, whose old version is not 4.4.2"]

@@ -10,6 +10,7 @@ from bot.core.edits import (
     ApplyError,
     Bump,
     DockerfileConflict,
+    dockerfile_args,
     edit_assertions,
     edit_dockerfile,
     edit_docs,
@@ -34,8 +35,11 @@ NAMES = {"flashinfer-python", "flashinfer-cubin", "nvidia-cutlass-dsl", "quack-k
      ["dockerfile-arg"]),
     ('ARG FLASHINFER_VERSION="0.6.8.post1"\n', 'ARG FLASHINFER_VERSION="0.6.11"\n',
      ["dockerfile-arg"]),
-    ("ENV FI_VER=0.6.8.post1 CUTLASS_VER=4.4.2\n", "ENV FI_VER=0.6.11 CUTLASS_VER=4.5.0\n",
+    ("ENV FI_VER=0.6.8.post1 CUTLASS_VER=4.4.2\nRUN pip install flashinfer-python==$FI_VER\n",
+     "ENV FI_VER=0.6.11 CUTLASS_VER=4.5.0\nRUN pip install flashinfer-python==$FI_VER\n",
      ["dockerfile-arg"]),
+    ('ARG FI="0.6.8.post1"\nRUN pip install "flashinfer-cubin==${FI}" x\n',
+     'ARG FI="0.6.11"\nRUN pip install "flashinfer-cubin==${FI}" x\n', ["dockerfile-arg"]),
     ("FROM base AS b\nARG FLASHINFER_VERSION\n", "FROM base AS b\nARG FLASHINFER_VERSION\n", []),
     ("RUN pip install flashinfer-cubin==0.6.8.post1 \\\n"
      "    nvidia_cutlass_dsl[cu13]==4.4.2 other==0.6.8.post1\n",
@@ -79,8 +83,45 @@ def test_dockerfile_ambiguous_value_is_a_note() -> None:
     edit, notes = edit_dockerfile("Dockerfile", "ARG SOME_VERSION=1.0\nARG B_PKG_VERSION=1.0\n",
                                   bumps)
     assert edit.new == "ARG SOME_VERSION=1.0\nARG B_PKG_VERSION=2.0\n"
-    assert notes == ["Dockerfile:1: ARG SOME_VERSION=1.0 left unchanged (ambiguous: a-pkg, "
-                     "b-pkg)"]
+    assert notes == ["Dockerfile:1: ARG SOME_VERSION=1.0 left unchanged: its name and use tie "
+                     "it to no package of the group (it equals the old version of a-pkg, "
+                     "b-pkg); name it under [dockerfile-args] in the config if it is one"]
+
+
+@pytest.mark.parametrize(("text", "configured", "edited", "note"), [
+    # issue 11 item 7: equal to the old cutlass version, but nothing ties it to cutlass
+    ("ARG MOONCAKE_VERSION=4.4.2\n"
+     "RUN pip install mooncake-transfer-engine==$MOONCAKE_VERSION\n",
+     {}, {}, "MOONCAKE_VERSION=4.4.2 left unchanged: used for mooncake-transfer-engine"),
+    ("ARG MOONCAKE_VERSION=4.4.2\n", {}, {}, "MOONCAKE_VERSION=4.4.2 left unchanged: its name"),
+    ("ENV DEEPEP_COMMIT=0.6.8.post1\n", {}, {}, "DEEPEP_COMMIT=0.6.8.post1 left unchanged"),
+    # used in an install of a group package: tied whatever its name
+    ("ARG TOOLKIT=4.4.2\nRUN pip install nvidia-cutlass-dsl[cu13]==${TOOLKIT}\n", {},
+     {"TOOLKIT": "4.5.0"}, None),
+    ("ARG FLASHINFER_VERSION=0.6.8.post1\nRUN pip install flashinfer-python==${FLASHINFER_VERSION}"
+     "\n", {}, {"FLASHINFER_VERSION": "0.6.11"}, None),
+    # used for a group package whose old version is another one: left alone, with the reason
+    ("ARG TOOLKIT=4.4.2\nRUN pip install flashinfer-python==${TOOLKIT}\n", {}, {},
+     "used for flashinfer-python, whose old version is not 4.4.2"),
+    # named in the config
+    ("ARG MC=4.4.2\n", {"MC": "nvidia-cutlass-dsl"}, {"MC": "4.5.0"}, None),
+    ("ARG CUTLASS_VERSION=4.4.2\n", {"CUTLASS_VERSION": "flashinfer-python"}, {},
+     "configured for flashinfer-python, whose old version is not 4.4.2"),
+])
+def test_dockerfile_edits_only_tied_args(text: str, configured: dict[str, str],
+                                         edited: dict[str, str], note: str | None) -> None:
+    edit, notes = edit_dockerfile("Dockerfile", text, BUMPS, configured)
+    validate_dockerfile(edit, BUMPS, configured)
+    before, after = dockerfile_args(text), dockerfile_args(edit.new)
+    assert {k: v for k, v in after.items() if v != before[k]} == \
+        {k: {v} for k, v in edited.items()}
+    if note is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and note in notes[0], notes
+    if not edited:
+        assert edit.new == text
+        assert [m.line for m in left_unchanged({"Dockerfile": edit.new}, BUMPS)] == [1]
 
 
 @pytest.mark.parametrize(("before", "after"), [

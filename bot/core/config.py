@@ -61,6 +61,7 @@ class Policy:
     caps: Mapping[str, Version] = field(default_factory=dict)  # package -> must stay below
     python: str | None = None  # the Python version markers are evaluated for
     doc_patterns: tuple[str, ...] = ()  # extra regexes with {version} for apply
+    dockerfile_args: Mapping[str, str] = field(default_factory=dict)  # ARG/ENV name -> package
     reviewers: tuple[str, ...] = ()
     labels: tuple[str, ...] = DEFAULT_LABELS
     gate_workflow: str = "pinbump-gpu-gate.yml"
@@ -100,8 +101,8 @@ class Policy:
 
 
 KNOWN_KEYS = {"group", "groups", "index-url", "index", "min-release-age", "allow-prereleases",
-              "known-bad", "cap", "python", "doc-patterns", "reviewers", "labels",
-              "gate-workflow", "runner-labels", "required-checks", "merge-method"}
+              "known-bad", "cap", "python", "doc-patterns", "dockerfile-args", "reviewers",
+              "labels", "gate-workflow", "runner-labels", "required-checks", "merge-method"}
 GROUP_KEYS = {"lead", "lockstep", "companions"}
 
 
@@ -207,6 +208,16 @@ def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None)
                 raise ConfigError(f"{where}: key '{key}': {pattern!r} is not a valid regex "
                                   f"({exc})") from None
         updates["doc_patterns"] = tuple(patterns)
+    if "dockerfile-args" in raw:
+        key = f"{prefix}dockerfile-args"
+        table = _expect(where, key, raw["dockerfile-args"], dict, "a table NAME = package")
+        args: dict[str, str] = {}
+        for name, package in table.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ConfigError(f"{where}: key '{key}.{name}': not an ARG/ENV name")
+            args[name] = canonicalize_name(_expect(where, f"{key}.{name}", package, str,
+                                                   "a package name"))
+        updates["dockerfile_args"] = args
     for key, attr in (("reviewers", "reviewers"), ("labels", "labels"),
                       ("required-checks", "required_checks")):
         if key in raw:

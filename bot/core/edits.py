@@ -185,30 +185,88 @@ def _logical_lines(lines: list[str]) -> list[tuple[int, int]]:
     return spans
 
 
-def _bump_for(value: str, arg_name: str, bumps: Sequence[Bump]) -> Bump | str | None:
-    """The bump an ARG default belongs to; a string when it is ambiguous."""
+# Name parts that say nothing about which package an ARG belongs to.
+_GENERIC_WORDS = {"version", "ver", "v", "python", "py", "nvidia", "cuda", "cu", "pkg",
+                  "package", "kernels", "kernel", "lib", "tag", "release", "pin"}
+_VAR_PIN = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?P<extras>\[[^\]]*\])?\s*"
+                      r"(?:===|==|>=|~=|<=|!=)\s*[\"']?\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)"
+                      r"(?::?[-+?][^}]*)?\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.split(r"[^a-z0-9]+", text.lower()) if w} - _GENERIC_WORDS
+
+
+def dockerfile_uses(text: str) -> dict[str, set[str]]:
+    """ARG/ENV name -> the packages installed at that version (``pkg==${NAME}``, ``$NAME``)."""
+    out: dict[str, set[str]] = {}
+    lines = _lines(text)
+    for start, end in _logical_lines(lines):
+        m = _INSTRUCTION.match(lines[start])
+        if not m or m.group("op").upper() != "RUN":
+            continue
+        for pin in _VAR_PIN.finditer("".join(lines[start:end + 1])):
+            var = pin.group("braced") or pin.group("bare")
+            out.setdefault(var, set()).add(canonicalize_name(pin.group("name")))
+    return out
+
+
+def _bump_for(value: str, name: str, bumps: Sequence[Bump], uses: Mapping[str, set[str]],
+              configured: Mapping[str, str]) -> Bump | str | None:
+    """The bump an ARG/ENV default belongs to; a string saying why not when it holds an old
+    version but nothing ties it to one package; None when it holds no old version.
+
+    Ties, strongest first: the config names it (``[dockerfile-args]``); the file installs a
+    group package at ``${NAME}``; the name carries a package's own word (FLASHINFER_VERSION:
+    flashinfer; CUTLASS_VER: cutlass)."""
     matches = [b for b in bumps if value in b.old]
     if not matches:
         return None
-    if len({b.new for b in matches}) == 1:
-        return matches[0]
-    words = set(re.split(r"[_\W]+", arg_name.lower()))
-    parts = {b.package: set(re.split(r"[-_.]", b.package)) for b in matches}
-    common = set.intersection(*parts.values())
-    named = [b for b in matches if words & (parts[b.package] - common)]
-    if len({b.new for b in named}) == 1:
-        return named[0]
-    return "ambiguous: " + ", ".join(sorted(b.package for b in matches))
+    ties = (
+        ("configured", {configured[name]} if name in configured else set()),
+        ("used", uses.get(name, set())),
+        ("named", {b.package for b in matches if _words(name) & _words(b.package)}),
+    )
+    for how, packages in ties:
+        tied = [b for b in matches if b.package in packages]
+        if len({b.new for b in tied}) == 1:
+            return tied[0]
+        if tied:
+            return f"{how} for {', '.join(sorted(b.package for b in tied))}, which move to " \
+                   "different versions"
+        if how != "named" and packages:  # tied to a package that does not hold this value
+            return f"{how} for {', '.join(sorted(packages))}, whose old version is not {value}"
+    return ("its name and use tie it to no package of the group (it equals the old version of "
+            f"{', '.join(sorted(b.package for b in matches))}); name it under "
+            "[dockerfile-args] in the config if it is one")
 
 
-def edit_dockerfile(path: str, text: str, bumps: Sequence[Bump]) -> tuple[FileEdit, list[str]]:
-    """Edit ARG/ENV defaults and RUN pins; returns the edit and notes on ambiguous values."""
+def dockerfile_ties(text: str, bumps: Sequence[Bump], configured: Mapping[str, str] = {}
+                    ) -> dict[str, Bump | str]:
+    """Every ARG/ENV name holding an old version -> its bump, or why it stays."""
+    uses = dockerfile_uses(text)
+    out: dict[str, Bump | str] = {}
+    for line in text.splitlines():
+        m = _INSTRUCTION.match(line)
+        if m and m.group("op").upper() in ("ARG", "ENV"):
+            for a in _ASSIGN.finditer(m.group("rest")):
+                tie = _bump_for(a.group("value"), a.group("name"), bumps, uses, configured)
+                if tie is not None:
+                    out.setdefault(a.group("name"), tie)
+    return out
+
+
+def edit_dockerfile(path: str, text: str, bumps: Sequence[Bump],
+                    configured: Mapping[str, str] = {}) -> tuple[FileEdit, list[str]]:
+    """Edit the ARG/ENV defaults tied to a group package, and RUN pins of group packages;
+    returns the edit and a note for each default holding an old version that stays."""
     lines = _lines(text)
     edits: list[Edit] = []
     notes: list[str] = []
     defaults: dict[str, list[tuple[int, str]]] = {}
     relevant = {v for b in bumps for v in (*b.old, b.new)}
     by_name = {b.package: b for b in bumps}
+    uses = dockerfile_uses(text)
     for start, end in _logical_lines(lines):
         m = _INSTRUCTION.match(lines[start])
         if not m:
@@ -221,10 +279,10 @@ def edit_dockerfile(path: str, text: str, bumps: Sequence[Bump]) -> tuple[FileEd
                 name, value = a.group("name"), a.group("value")
                 if op == "ARG":
                     defaults.setdefault(name, []).append((start + 1, value))
-                bump = _bump_for(value, name, bumps)
+                bump = _bump_for(value, name, bumps, uses, configured)
                 if isinstance(bump, str):
-                    notes.append(f"{path}:{start + 1}: {op} {name}={value} left unchanged "
-                                 f"({bump})")
+                    notes.append(f"{path}:{start + 1}: {op} {name}={value} left unchanged: "
+                                 f"{bump}")
                 elif bump is not None:
                     new_line = re.sub(rf"(\b{name}=[\"']?){re.escape(value)}(?=[\"']?(\s|$))",
                                       rf"\g<1>{bump.new}", new_line, count=1)
@@ -259,12 +317,16 @@ def dockerfile_args(text: str) -> dict[str, set[str]]:
     return out
 
 
-def validate_dockerfile(edit: FileEdit, bumps: Sequence[Bump]) -> None:
-    """Re-read the ARGs: every edited default now holds a new version, none an old one."""
+def validate_dockerfile(edit: FileEdit, bumps: Sequence[Bump],
+                        configured: Mapping[str, str] = {}) -> None:
+    """Re-read the ARGs: every default tied to a package now holds its new version, none an
+    old one (defaults tied to nothing are left as they were, and noted)."""
     before, after = dockerfile_args(edit.old), dockerfile_args(edit.new)
+    ties = dockerfile_ties(edit.old, bumps, configured)
     for name, values in before.items():
         for bump in bumps:
-            if values & bump.old and (after.get(name, set()) & bump.old):
+            if isinstance(ties.get(name), Bump) and values & bump.old and \
+                    (after.get(name, set()) & bump.old):
                 raise ApplyError(f"{edit.path}: ARG {name} still holds an old version after "
                                  "editing; nothing written")
 

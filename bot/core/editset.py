@@ -73,8 +73,8 @@ def compute_edits(plan: Plan, policy: Policy, files: Mapping[str, str]) -> tuple
             continue
         edit = FileEdit(path, text, text)
         if is_dockerfile(path):
-            edit, more = edit_dockerfile(path, text, bumps)
-            validate_dockerfile(edit, bumps)
+            edit, more = edit_dockerfile(path, text, bumps, policy.dockerfile_args)
+            validate_dockerfile(edit, bumps, policy.dockerfile_args)
             notes += more
         elif path.endswith(".py"):
             edit = edit_assertions(path, text, bumps)
