@@ -33,6 +33,7 @@ from bot.adapters.lazywheel import (
     metadata_member,
     read_members,
     read_members_lazily,
+    read_metadata_lazily,
 )
 from bot.core.models import DistFile, ProjectPage
 from bot.errors import IndexError_, MetadataError, UnknownPackage, WheelError, redact
@@ -257,6 +258,8 @@ class SimpleIndex:
             return r.status, r.content, r.headers.get("content-range", "")
 
         try:
+            if wanted is is_metadata:  # METADATA alone: from the directory's tail
+                return read_metadata_lazily(fetch, file.url, limits, file.filename), "range"
             return read_members_lazily(fetch, file.url, wanted, limits, file.filename), "range"
         except WholeFile as whole:
             body = whole.body

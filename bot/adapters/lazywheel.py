@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from bot.errors import MetadataError, WheelError
 
@@ -86,9 +88,9 @@ class RangeFile(io.RawIOBase):
             self._segments.append((start, body))
 
     def _get(self, start: int, end: int) -> bytes:
-        for seg_start, seg in self._segments:
-            if seg_start <= start and end <= seg_start + len(seg):
-                return seg[start - seg_start: end - seg_start]
+        for seg_start, seg in self._segments:  # a short read from what is held beats a fetch
+            if seg_start <= start < seg_start + len(seg):
+                return seg[start - seg_start: min(end, seg_start + len(seg)) - seg_start]
         fetch_end = min(self.size, max(end, start + CHUNK))
         status, body, _ = self._fetch(f"bytes={start}-{fetch_end - 1}")
         if status != 206 or len(body) != fetch_end - start:
@@ -113,12 +115,12 @@ def is_source(name: str) -> bool:
 
 
 def read_members_lazily(fetch: RangeFetcher, url: str, wanted: Callable[[str], bool],
-                        limits: Limits, wheel: str, max_gap: int = 256 * 1024
-                        ) -> dict[str, bytes]:
+                        limits: Limits, wheel: str, max_gap: int = 256 * 1024,
+                        raw: RangeFile | None = None) -> dict[str, bytes]:
     """Members of a remote zip whose names satisfy ``wanted``, fetched with as few range
     requests as possible: neighbouring members are read together when the gap between
     them is under ``max_gap`` bytes. Raises WholeFile when the server ignores Range."""
-    raw = RangeFile(fetch, url)
+    raw = raw or RangeFile(fetch, url)
     try:
         with zipfile.ZipFile(io.BufferedReader(raw, buffer_size=CHUNK)) as zf:
             chosen = _choose(zf, wanted, limits, wheel)
@@ -137,6 +139,101 @@ def read_members_lazily(fetch: RangeFetcher, url: str, wanted: Callable[[str], b
             return _extract(zf, chosen, limits, wheel)
     except zipfile.BadZipFile as exc:  # MetadataError: the caller may download it instead
         raise MetadataError(f"{wheel}: not a valid wheel ({exc})") from None
+
+
+def read_metadata_lazily(fetch: RangeFetcher, url: str, limits: Limits, wheel: str
+                         ) -> dict[str, bytes]:
+    """The wheel's ``*.dist-info/METADATA``: from the central directory entries in the 64 KiB
+    tail (wheels write .dist-info last, so its entries close the directory) and one read of
+    the member, instead of the whole directory (3.8 MB for a cubin wheel of 10,000 files).
+    Anything unusual (zip64, a directory whose tail does not chain up, an encrypted or
+    oddly compressed member) takes the general path over the bytes already held."""
+    raw = RangeFile(fetch, url)
+    try:
+        found = _metadata_from_tail(raw, limits, wheel)
+    except (struct.error, zlib.error, UnicodeDecodeError):
+        found = None
+    if found is not None:
+        return found
+    return read_members_lazily(fetch, url, is_metadata, limits, wheel, raw=raw)
+
+
+_EOCD = struct.Struct("<4s4H2LH")
+_CENTRAL = struct.Struct("<4s6H3L5H2L")
+_LOCAL = struct.Struct("<4s5H3L2H")
+
+
+class _Listing:
+    """Central directory entries read from the tail, in the shape ``_choose`` checks."""
+
+    def __init__(self, infos: list[zipfile.ZipInfo]) -> None:
+        self._infos = infos
+
+    def infolist(self) -> list[zipfile.ZipInfo]:
+        return self._infos
+
+
+def _central_entries(data: bytes, at: int, end: int) -> list[zipfile.ZipInfo] | None:
+    """Entries from ``at`` that chain exactly up to ``end`` (else None: not a boundary)."""
+    infos = []
+    while at < end:
+        if data[at:at + 4] != b"PK\x01\x02" or at + _CENTRAL.size > end:
+            return None
+        (_, _, _, flags, method, _, _, crc, csize, usize, nlen, elen, clen, _, _, _,
+         offset) = _CENTRAL.unpack_from(data, at)
+        name_bytes = data[at + _CENTRAL.size: at + _CENTRAL.size + nlen]
+        info = zipfile.ZipInfo(name_bytes.decode("utf-8" if flags & 0x800 else "cp437"))
+        info.orig_filename = info.filename
+        info.flag_bits, info.compress_type, info.CRC = flags, method, crc
+        info.compress_size, info.file_size, info.header_offset = csize, usize, offset
+        infos.append(info)
+        at += _CENTRAL.size + nlen + elen + clen
+    return infos if at == end else None
+
+
+def _metadata_from_tail(raw: RangeFile, limits: Limits, wheel: str) -> dict[str, bytes] | None:
+    tail_start, tail = raw._segments[0]
+    pos = tail.rfind(b"PK\x05\x06")
+    if pos < 0 or pos + _EOCD.size > len(tail):
+        return None
+    _, disk, cd_disk, _, count, cd_size, cd_offset, comment = _EOCD.unpack_from(tail, pos)
+    if (disk or cd_disk or count == 0xFFFF or 0xFFFFFFFF in (cd_size, cd_offset)
+            or tail_start + pos + _EOCD.size + comment != raw.size
+            or cd_offset + cd_size != tail_start + pos):
+        return None  # zip64, split or prefixed archive: the general path knows those
+    cd_end = pos
+    first = max(cd_offset - tail_start, 0)
+    infos = None
+    while infos is None:
+        if first >= cd_end:
+            return None
+        at = tail.find(b"PK\x01\x02", first, cd_end)
+        if at < 0:
+            return None
+        infos = _central_entries(tail, at, cd_end)
+        first = at + 1
+    chosen = _choose(cast(zipfile.ZipFile, _Listing(infos)), is_metadata, limits, wheel)
+    if len(chosen) != 1 or chosen[0].flag_bits & 0x1:
+        return None  # none in sight (or encrypted): read the whole directory
+    info = chosen[0]
+    raw.seek(info.header_offset)
+    header = raw.read(_LOCAL.size)
+    sig, _, _, _, _, _, _, _, _, nlen, elen = _LOCAL.unpack(header)
+    if sig != b"PK\x03\x04":
+        return None
+    raw.seek(info.header_offset + _LOCAL.size + nlen + elen)
+    stored = bytearray()
+    while len(stored) < info.compress_size and (chunk := raw.read(info.compress_size
+                                                                   - len(stored))):
+        stored += chunk
+    if info.compress_type == zipfile.ZIP_STORED:
+        data = bytes(stored)
+    else:
+        data = zlib.decompressobj(-15).decompress(bytes(stored), info.file_size + 1)
+    if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+        raise WheelError(f"{wheel}: member {info.filename!r} is corrupt (size or CRC-32 "
+                         "differs from the central directory)")
+    return {info.filename: data}
 
 
 def read_members(body: bytes, wanted: Callable[[str], bool], limits: Limits, wheel: str

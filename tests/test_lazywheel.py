@@ -1,0 +1,97 @@
+"""METADATA from the tail of a remote wheel: what is read equals the member, and a wheel of
+many files costs the tail and one member read, not its whole central directory."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.lazywheel import (
+    METADATA_LIMITS,
+    is_metadata,
+    read_members_lazily,
+    read_metadata_lazily,
+)
+from bot.errors import WheelError
+from wheels import build_wheel, metadata_of
+
+
+class Remote:
+    """A zip served through range requests from memory; counts what was asked."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self.ranges: list[str] = []
+        self.sent = 0
+
+    def __call__(self, header: str) -> tuple[int, bytes, str]:
+        self.ranges.append(header)
+        first, _, last = header.removeprefix("bytes=").partition("-")
+        size = len(self.body)
+        start = size - int(last) if not first else int(first)
+        end = size - 1 if not first else min(int(last), size - 1)
+        start = max(0, start)
+        self.sent += end + 1 - start
+        return 206, self.body[start:end + 1], f"bytes {start}-{end}/{size}"
+
+
+def many_files(tmp_path: Path, n: int = 3000) -> Path:
+    """A wheel like flashinfer-cubin: thousands of members, a directory far over 64 KiB."""
+    files = {f"kernelpkg/cubins/sm{i % 7}/kernel_{i:05d}_with_a_long_name.cubin": f"{i}\n"
+             for i in range(n)}
+    return build_wheel(tmp_path, "kernel-pkg", "1.0", requires=["other>=2"], files=files)
+
+
+@pytest.mark.parametrize("n", [0, 3000], ids=["directory-in-tail", "directory-over-64k"])
+def test_metadata_from_the_tail_equals_the_member(tmp_path: Path, n: int) -> None:
+    wheel = many_files(tmp_path, n) if n else build_wheel(tmp_path, "kernel-pkg", "1.0")
+    remote = Remote(wheel.read_bytes())
+    found = read_metadata_lazily(remote, "u", METADATA_LIMITS, wheel.name)
+    assert found == {"kernel_pkg-1.0.dist-info/METADATA": metadata_of(wheel)}
+    assert len(remote.ranges) <= 2
+
+
+def test_tail_read_is_cheaper_than_the_whole_directory(tmp_path: Path) -> None:
+    body = many_files(tmp_path).read_bytes()
+    with zipfile.ZipFile(many_files(tmp_path)) as zf:
+        directory = sum(46 + len(i.filename.encode()) for i in zf.infolist())
+    assert directory > 3 * 64 * 1024
+    tail, whole = Remote(body), Remote(body)
+    assert read_metadata_lazily(tail, "u", METADATA_LIMITS, "w.whl") == \
+        read_members_lazily(whole, "u", is_metadata, METADATA_LIMITS, "w.whl")
+    assert whole.sent > directory and tail.sent <= 2 * 64 * 1024
+    assert len(tail.ranges) < len(whole.ranges)
+
+
+def test_corrupt_metadata_member_is_refused(tmp_path: Path) -> None:
+    wheel = many_files(tmp_path)
+    body = bytearray(wheel.read_bytes())
+    with zipfile.ZipFile(wheel) as zf:
+        info = zf.getinfo("kernel_pkg-1.0.dist-info/METADATA")
+    at = info.header_offset + 30 + len(info.filename) + len(info.extra) + 2
+    body[at] ^= 0xFF
+    with pytest.raises(WheelError, match="METADATA"):
+        read_metadata_lazily(Remote(bytes(body)), "u", METADATA_LIMITS, wheel.name)
+
+
+def test_comment_and_metadata_out_of_sight(tmp_path: Path) -> None:
+    """A zip comment is stepped over; a METADATA written first (its entry far from the
+    tail) is still found, through the whole directory."""
+    wheel = many_files(tmp_path)
+    with zipfile.ZipFile(wheel, "a") as zf:
+        zf.comment = b"built by hand" * 20
+    assert read_metadata_lazily(Remote(wheel.read_bytes()), "u", METADATA_LIMITS,
+                                wheel.name) == {"kernel_pkg-1.0.dist-info/METADATA":
+                                                metadata_of(wheel)}
+    first = tmp_path / "first" / "kernel_pkg-1.0-py3-none-any.whl"
+    first.parent.mkdir()
+    with zipfile.ZipFile(first, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("kernel_pkg-1.0.dist-info/METADATA", "Name: kernel-pkg\nVersion: 1.0\n")
+        for i in range(3000):
+            zf.writestr(f"kernelpkg/cubins/kernel_{i:05d}_with_a_long_name.cubin", str(i))
+    remote = Remote(first.read_bytes())
+    assert read_metadata_lazily(remote, "u", METADATA_LIMITS, first.name) == \
+        {"kernel_pkg-1.0.dist-info/METADATA": b"Name: kernel-pkg\nVersion: 1.0\n"}
+    assert remote.sent > 64 * 1024  # the general path read the directory
