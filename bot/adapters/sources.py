@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 
 from packaging.requirements import Requirement
@@ -19,12 +19,25 @@ from bot.errors import MetadataError, PinbumpError
 
 
 class IndexSource:
+    """Pages are fetched together; metadata is read ahead: asking for one version's
+    requirements also starts reading what the resolver asks next (the lockstep packages at
+    the lead's version, a companion's next older releases), so round trips overlap instead
+    of queueing. ``close`` drops reads nobody asked for."""
+
+    READ_AHEAD = 8  # a companion's older releases read while the newest is checked
+
     def __init__(self, index: SimpleIndex, policy: Policy, env: Environment) -> None:
         self.index = index
         self.policy = policy
         self.env = env
         self._pages: dict[str, ProjectPage | PinbumpError] = {}
         self._lock = threading.Lock()
+        self._metadata: dict[DistFile, Future[bytes]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     def prefetch(self, packages: Iterable[str]) -> None:
         """Fetch every project page at once; errors are kept and raised when the page is used."""
@@ -55,7 +68,44 @@ class IndexSource:
         files = self.releases(package).get(version)
         if not files or not any(f.is_wheel for f in files):
             raise MetadataError(f"{package} {version}: no wheel to read metadata from")
-        return parse_requires_dist(self.index.metadata(best_wheel(self.env, files)))
+        wanted = self._read(best_wheel(self.env, files))
+        for wheel in self._next_asked(package, version):
+            self._read(wheel)
+        return parse_requires_dist(wanted.result())
+
+    def _read(self, wheel: DistFile) -> Future[bytes]:
+        with self._lock:
+            if wheel not in self._metadata:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=self.READ_AHEAD)
+                self._metadata[wheel] = self._pool.submit(self.index.metadata, wheel)
+            return self._metadata[wheel]
+
+    def _next_asked(self, package: str, version: Version) -> list[DistFile]:
+        """Wheels whose metadata the resolver is likely to want next (pages already held
+        only: reading ahead never fetches a page nor raises)."""
+        group = self.policy.active_group
+        if package == group.lead:
+            asked = [(p, version) for p in group.lockstep]
+        elif package in group.lockstep:
+            return []
+        else:
+            older = sorted((v for v in self._held(package) if v < version and not
+                            v.is_prerelease), reverse=True)
+            asked = [(package, v) for v in older[:self.READ_AHEAD]]
+        out = []
+        for name, v in asked:
+            files = self._held(name).get(v) or []
+            if any(f.is_wheel for f in files):
+                try:
+                    out.append(best_wheel(self.env, files))
+                except PinbumpError:
+                    continue
+        return out
+
+    def _held(self, package: str) -> dict[Version, list[DistFile]]:
+        page = self._pages.get(package)
+        return page.versions() if isinstance(page, ProjectPage) else {}
 
     def upload_time(self, file: DistFile) -> datetime | None:
         return self.index.upload_time(file)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import closing
+
 from bot.adapters.sources import IndexSource
 from bot.commands.context import Services
 from bot.core.models import Plan
@@ -14,7 +16,8 @@ def plan(ws: Workspace, services: Services, as_of: str | None = None) -> Plan:
     group = ws.group
     services.http.authorize(ws.policy.credentials)  # the index's, to its origin only
     source = IndexSource(services.index, ws.policy, ws.env)
-    with services.progress(f"querying the index for {', '.join(group.members)}"):
+    with closing(source), services.progress(
+            f"querying the index for {', '.join(group.members)}"):
         source.prefetch(group.members)
         now = cutoff_for(as_of, services.clock())
         return make_plan(ws.target, ws.policy, source, now, as_of=bool(as_of), env=ws.env)
