@@ -4,6 +4,7 @@ import what they need when they run (no work at import time)."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -62,18 +63,28 @@ def _plan_commands(sub: Any) -> None:
     add_plan_options(apply)
     apply.add_argument("--dry-run", action="store_true",
                        help="print the unified diff and write nothing")
+    apply.add_argument("--no-fix", dest="fix", action="store_false",
+                       help="leave calls alone (default: rewrite positional calls the new "
+                            "version would bind differently into keyword form)")
     apply.set_defaults(handler=cmd_apply)
 
     drift = sub.add_parser("drift", help="API changes of the lead package at the target's "
                                           "call sites (exit 1 when one is breaking)")
     add_plan_options(drift)
     drift.add_argument("--from", dest="from_version", metavar="VERSION",
-                       help="old version (default: the current pin)")
+                       help="old version (default: the pin on origin/<base>, else HEAD)")
+    drift.add_argument("--base", default="main",
+                       help="base branch whose pin --from defaults to (default: main)")
     drift.add_argument("--to", dest="to_version", metavar="VERSION",
                        help="new version (default: the plan's target)")
     drift.add_argument("--fix", action="store_true",
                        help="rewrite breaking positional calls into keyword form")
     drift.add_argument("--markdown", action="store_true", help="print the PR-body section")
+    drift.add_argument("--gate-report", type=Path, metavar="FILE",
+                       help="gate.json of a GPU gate run: behaviour it saw change becomes "
+                            "review findings on the calls of that function")
+    drift.add_argument("--sarif", type=Path, metavar="FILE",
+                       help="also write the findings as SARIF 2.1.0 (for code scanning)")
     drift.set_defaults(handler=cmd_drift)
 
 
@@ -328,7 +339,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
     ws = load_workspace(opts.repo, opts.overrides)
     with open_services(opts, progress=None if args.json else progress) as services:
         result = plan(ws, services, opts.as_of)
-    applied = apply(ws, result, write=not args.dry_run)
+        applied = apply(ws, result, write=not args.dry_run,
+                        services=services if args.fix else None)
     if args.json:
         sys.stdout.write(edits_json(applied.edits, applied.notes, written=applied.written))
     elif args.dry_run:
@@ -343,16 +355,19 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def cmd_drift(args: argparse.Namespace) -> int:
     from bot.commands.context import load_workspace, open_services
-    from bot.commands.drift import drift
-    from bot.render.report import drift_json, drift_markdown, drift_text
+    from bot.commands.drift import drift, publish_drift, read_gate_report
+    from bot.render.drift import drift_json, drift_markdown, drift_text
 
     opts = plan_options(args)
     ws = load_workspace(opts.repo, opts.overrides)
+    gate_report = read_gate_report(args.gate_report)
     with open_services(opts) as services, \
             progress("loading both versions of the lead package"):
         outcome = drift(ws, services, args.from_version, args.to_version, fix=args.fix,
-                        as_of=opts.as_of)
+                        as_of=opts.as_of, base=args.base, gate_report=gate_report)
     report = outcome.report
+    for line in publish_drift(report, ws.root, args.sarif, os.environ, __version__):
+        print(line)  # GitHub Actions workflow commands go to stdout
     if args.json:
         sys.stdout.write(drift_json(report))
     elif args.markdown:

@@ -101,6 +101,100 @@ EXPECTED = [
     (17, "kernelpkg.fp4_quantize", "notice", "inserted before `enable_pdl`", "binds as before"),
     (19, "kernelpkg.rmsnorm", "notice", "parameter `eps` renamed to `epsilon`", "binds as"),
     (23, "kernelpkg.comm.create_workspace", "notice", "new optional parameter `group=None`", ""),
-    (26, "kernelpkg.layernorm", "notice", "default of `eps` changed: 1e-05 -> 1e-06", ""),
+    # a changed default the call leaves to its default: binds fine, computes differently
+    (26, "kernelpkg.layernorm", "review", "default of `eps` changed: 1e-05 -> 1e-06",
+     "check that the new default suits this call: `eps` now defaults to `1e-06`"),
     (27, "kernelpkg.comm.create_workspace", "notice", "new optional parameter `group=None`", ""),
+]
+
+
+# -- every way a target reaches the package without a plain import-and-call ------------------
+GEMM_V1 = ("class Sm120BlockScaledDenseGemmKernel:\n"
+           "    def __init__(self, m, n, k):\n        self.m = m\n\n"
+           "    def run(self, a, b):\n        return a\n\n"
+           "    def configure(self, tile):\n        return tile\n")
+REACH_V1 = {**V1,
+            "kernelpkg/gemm.py": GEMM_V1,
+            "kernelpkg/fused_moe.py": "def b12x_fused_moe(x, scale):\n    return x\n\n\n"
+                                      "def cutlass_fused_moe(x):\n    return x\n"}
+REACH_V2 = {**V2,
+            # 2.0 renamed the class: same members, same body
+            "kernelpkg/gemm.py": GEMM_V1.replace("Sm120BlockScaledDenseGemmKernel",
+                                                 "Sm120BlockScaledGemmKernel"),
+            "kernelpkg/fused_moe.py": "def cutlass_fused_moe(x):\n    return x\n"}
+
+REACH = '''"""Reaching kernelpkg the ways real serving code does."""
+import importlib
+
+_comm = None
+try:
+    from kernelpkg import comm
+    _comm_alias = comm
+except ImportError:
+    comm = None
+
+
+def init_comm():
+    global _comm
+    try:
+        import kernelpkg.comm as c
+        _comm = c
+    except ImportError:
+        _comm = None
+
+
+class Runner:
+    def __init__(self):
+        import kernelpkg
+        self._comm = kernelpkg.comm
+
+    def workspace(self):
+        return self._comm.create_workspace("trtllm", 2, 0)
+
+
+def through_global():
+    return _comm.create_workspace("trtllm", 2, 0)
+
+
+def through_alias(kw):
+    return _comm_alias.create_workspace(backend="auto")
+
+
+def through_importlib(x, w):
+    norm = importlib.import_module("kernelpkg.norm")
+    return norm.rmsnorm(x, w, eps=1e-6)
+
+
+def through_getattr(x, w):
+    pkg = importlib.import_module("kernelpkg")
+    fn = getattr(pkg, "rmsnorm")
+    return fn(x, w, eps=1e-6), getattr(pkg, "layernorm")(x)
+
+
+_KERNELS = {"dense": ("kernelpkg.gemm", "Sm120BlockScaledDenseGemmKernel")}
+
+
+def lazy(x):
+    moe = _lazy_import_wrapper("kernelpkg.fused_moe", "b12x_fused_moe")
+    gemm = _get_submodule("kernelpkg.gemm")
+    if hasattr(gemm, "Sm120BlockScaledDenseGemmKernel"):
+        return moe(x, 1.0)
+    return None
+'''
+
+REACH_EXPECTED = [
+    # (line, kind, via, path)
+    (27, "call", "", "kernelpkg.comm.create_workspace"),  # self._comm = kernelpkg.comm
+    (31, "call", "", "kernelpkg.comm.create_workspace"),  # global _comm, set in try:
+    (35, "call", "", "kernelpkg.comm.create_workspace"),  # _comm_alias = comm
+    (39, "reference", "string", "kernelpkg.norm"),  # importlib.import_module("kernelpkg.norm")
+    (40, "call", "", "kernelpkg.norm.rmsnorm"),  # ... and a call through it
+    (45, "reference", "getattr", "kernelpkg.rmsnorm"),  # fn = getattr(pkg, "rmsnorm")
+    (46, "call", "", "kernelpkg.rmsnorm"),  # fn(...)
+    (46, "call", "", "kernelpkg.layernorm"),  # getattr(pkg, "layernorm")(x)
+    (49, "reference", "string", "kernelpkg.gemm.Sm120BlockScaledDenseGemmKernel"),  # a pair
+    (53, "reference", "string", "kernelpkg.fused_moe.b12x_fused_moe"),  # a lazy wrapper
+    (54, "reference", "string", "kernelpkg.gemm"),  # _get_submodule("kernelpkg.gemm")
+    (55, "reference", "hasattr", "kernelpkg.gemm.Sm120BlockScaledDenseGemmKernel"),
+    (56, "call", "", "kernelpkg.fused_moe.b12x_fused_moe"),  # the wrapper's result, called
 ]

@@ -13,7 +13,13 @@ import pytest
 from bot.adapters.apisource import importable, main_package
 from bot.cli import main
 from bot.core.api import ApiIndex, build_api
-from bot.core.drift import analyse, describe_changes, fix_source, scan_source
+from bot.core.drift import (
+    SEVERITY_ORDER,
+    analyse,
+    describe_changes,
+    fix_source,
+    scan_source,
+)
 from drift_fixture import EXPECTED, TARGET, V1, V2
 from servers import PypiServer
 
@@ -80,7 +86,8 @@ def test_classification(apis: tuple[ApiIndex, ApiIndex], line: int, function: st
 def test_findings_are_sorted_breaking_first(apis: tuple[ApiIndex, ApiIndex]) -> None:
     report = analyse({"t.py": TARGET}, {"kernelpkg"}, *apis, "kernelpkg")
     assert [f.severity for f in report.findings] == [e[2] for e in sorted(
-        EXPECTED, key=lambda e: ({"breaking": 0, "unverifiable": 1, "notice": 2}[e[2]], e[0]))]
+        EXPECTED, key=lambda e: (SEVERITY_ORDER[e[2]], e[0]))]
+    assert list(SEVERITY_ORDER) == ["breaking", "review", "unverifiable", "notice"]
     assert report.calls_scanned == 12
 
 

@@ -50,7 +50,7 @@ def test_body_renders_as_gfm_with_tables_links_and_drift() -> None:
         "f(x, a)", "positional argument 1 now binds to `x`")])
     body = pr_body(plan(), edits(), drift, GATE)
     html = cmarkgfm.github_flavored_markdown_to_html(body)
-    assert html.count("<table>") == 3
+    assert html.count("<table>") == 4  # plan, breaking findings, every finding (collapsed)
     assert ('<a href="https://github.com/flashinfer-ai/flashinfer/releases/tag/v0.6.13">'
             "release notes</a>") in html
     assert "newest compatible \\| with pipe" in body  # a pipe cannot break the table

@@ -12,6 +12,7 @@ import json
 import shutil
 import tempfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path, PurePosixPath
 
 import griffe
@@ -128,20 +129,27 @@ def load_version(index: SimpleIndex, file: DistFile, cache_dir: Path) -> LoadedV
     return LoadedVersion(api, src, package, how, nbytes, loaded)
 
 
-def api_breakages(old: LoadedVersion, new: LoadedVersion, cache_dir: Path) -> list[str]:
-    """griffe's own breaking-change finder over the two versions (cached per pair)."""
-    path = cache_dir / "api" / f"breakages-{old.root.name}--{new.root.name}.json"
+def shipped_advisories() -> str:
+    """The advisory file shipped for the built-in group (bot/data/advisories.toml)."""
+    return resources.files("bot").joinpath("data/advisories.toml").read_text("utf-8")
+
+
+def api_breakages(old: LoadedVersion, new: LoadedVersion, cache_dir: Path
+                  ) -> list[tuple[str, str]]:
+    """griffe's own breaking-change finder over the two versions (cached per pair):
+    (object path, one-line Markdown explanation)."""
+    path = cache_dir / "api" / f"breakages2-{old.root.name}--{new.root.name}.json"
     try:
-        return list(json.loads(path.read_text()))
-    except (OSError, ValueError):
+        return [(str(a), str(b)) for a, b in json.loads(path.read_text())]
+    except (OSError, ValueError, TypeError):
         pass
     loaded = [v.loaded or griffe.load(v.package, search_paths=[str(v.root)],
                                       allow_inspection=False) for v in (old, new)]
     lines = []
     for breakage in griffe.find_breaking_changes(loaded[0], loaded[1]):
         text = breakage.explain(style=griffe.ExplanationStyle.MARKDOWN).strip()  # type: ignore[arg-type]
-        lines.append(text.removeprefix("- ").replace(str(new.root) + "/", "")
-                     .replace(str(old.root) + "/", ""))
+        lines.append((breakage.obj.path, text.removeprefix("- ")
+                      .replace(str(new.root) + "/", "").replace(str(old.root) + "/", "")))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(lines))
     return lines

@@ -62,3 +62,22 @@ def write_all(root: Path, new: Mapping[str, bytes], originals: Mapping[str, byte
             raise WriteError(f"{rel}: cannot write ({exc.strerror}); every file was left as "
                              "it was") from None
         done.append(rel)
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Create or replace one output file (a report) atomically."""
+    try:
+        mode = path.stat().st_mode if path.exists() else 0o644
+        _atomic_replace(path, data, mode)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot write ({exc.strerror}); nothing was written") \
+            from None
+
+
+def append_file(path: Path, data: bytes) -> None:
+    """Append to a file another tool owns (GitHub Actions' job summary)."""
+    try:
+        with path.open("ab") as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot append ({exc.strerror})") from None

@@ -7,17 +7,20 @@ and every re-export, which is all call-site mapping needs; it is cached as JSON 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import griffe
+if TYPE_CHECKING:  # griffe is imported where an API is built, not by every reader
+    import griffe
 
 PARAM_KINDS = ("positional-only", "positional or keyword", "variadic positional",
                "keyword-only", "variadic keyword")
-FORMAT = 2  # bump when the cached JSON layout changes
+FORMAT = 3  # bump when the cached JSON layout changes
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,40 @@ class ApiIndex:
     functions: dict[str, Signature] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)  # public path -> target path
     modules: set[str] = field(default_factory=set)
+    # every object defined in the package: path -> (kind, shape, body); rename detection
+    # compares shapes (parameter or member names) and bodies (source with the name blanked)
+    objects: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+
+    def canonical(self, path: str) -> str | None:
+        """Follow re-exports to the object ``path`` names (any kind), or None."""
+        seen: set[str] = set()
+        while path not in self.objects and path not in self.functions \
+                and path not in self.modules:
+            if path in seen:
+                return None
+            seen.add(path)
+            if path in self.aliases:
+                path = self.aliases[path]
+                continue
+            head, _, tail = path.rpartition(".")
+            if not head:
+                return None
+            parent = self.canonical(head) if head not in seen else None
+            if parent is None or parent == head:
+                return None
+            path = f"{parent}.{tail}"
+        return path
+
+    def exists(self, path: str) -> bool:
+        return self.canonical(path) is not None
+
+    def kind(self, path: str) -> str | None:
+        found = self.canonical(path)
+        if found is None:
+            return None
+        if found in self.objects:
+            return self.objects[found][0]
+        return "module" if found in self.modules else "function"
 
     def resolve(self, path: str) -> str | None:
         """Follow re-exports (``flashinfer.fp4_quantize`` -> its defining module) to a
@@ -107,6 +144,7 @@ class ApiIndex:
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "package": self.package, "version": self.version,
                 "modules": sorted(self.modules), "aliases": self.aliases,
+                "objects": {k: list(v) for k, v in self.objects.items()},
                 "functions": {k: {"params": [asdict(p) for p in v.params],
                                   "deprecated": v.deprecated}
                               for k, v in self.functions.items()}}
@@ -115,6 +153,7 @@ class ApiIndex:
     def from_json(cls, data: dict[str, Any]) -> ApiIndex:
         return cls(package=data["package"], version=data["version"],
                    modules=set(data["modules"]), aliases=dict(data["aliases"]),
+                   objects={k: (v[0], v[1], v[2]) for k, v in data["objects"].items()},
                    functions={k: Signature(k, tuple(Param(**p) for p in v["params"]),
                                            v.get("deprecated"))
                               for k, v in data["functions"].items()})
@@ -133,12 +172,33 @@ def _signature(path: str, fn: griffe.Function, drop_first: bool) -> Signature:
     return Signature(path, tuple(params), deprecated)
 
 
+def _fingerprint(name: str, member: griffe.Object) -> tuple[str, str, str]:
+    """(kind, shape, body) of one object, for telling a rename from a removal."""
+    kind = member.kind.value
+    if member.is_function:
+        shape = ",".join(p.name for p in member.parameters)  # type: ignore[attr-defined]
+    elif member.is_class:
+        shape = ",".join(sorted(n for n in member.members if not n.startswith("_")))
+    else:
+        shape = ""
+    try:
+        source = member.source if kind in ("function", "class") else ""
+    except (OSError, ValueError, AttributeError):  # no lines for it: shape only
+        source = ""
+    body = ""
+    if source:
+        blanked = re.sub(rf"\b{re.escape(name)}\b", "_", source)
+        body = hashlib.sha256(" ".join(blanked.split()).encode()).hexdigest()[:16]
+    return kind, shape, body
+
+
 def _walk(obj: griffe.Object, index: ApiIndex) -> None:
     for name, member in list(obj.members.items()):
         path = f"{obj.path}.{name}"
         if member.is_alias:
             index.aliases[path] = member.target_path  # type: ignore[union-attr]
             continue
+        index.objects[path] = _fingerprint(name, member)  # type: ignore[arg-type]
         if member.is_module:
             index.modules.add(path)
             _walk(member, index)  # type: ignore[arg-type]
@@ -155,6 +215,8 @@ def _walk(obj: griffe.Object, index: ApiIndex) -> None:
 
 def build_api(source_root: Path, package: str, version: str) -> tuple[ApiIndex, griffe.Object]:
     """Load ``package`` statically from ``source_root`` with griffe and condense it."""
+    import griffe
+
     logging.getLogger("griffe").setLevel(logging.ERROR)
     loaded = griffe.load(package, search_paths=[str(source_root)], allow_inspection=False,
                          resolve_aliases=False)

@@ -5,16 +5,17 @@ Pure: source texts and two ``ApiIndex`` values in, findings and rewritten texts 
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
-from libcst.metadata import MetadataWrapper, PositionProvider
+from difflib import SequenceMatcher
+from itertools import pairwise
+from typing import Protocol
 
 from bot.core.api import ApiIndex, Signature
 
-SEVERITY_ORDER = {"breaking": 0, "unverifiable": 1, "notice": 2}
+SEVERITY_ORDER = {"breaking": 0, "review": 1, "unverifiable": 2, "notice": 3}
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class CallSite:
     star_args: bool
     star_kwargs: bool
     text: str  # the call's first line, stripped
+    kind: str = "call"  # call | reference (a name reached without a call we can read)
+    via: str = ""  # how a reference reaches it: string | getattr | hasattr
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ class Finding:
     file: str
     line: int
     function: str
-    severity: str  # breaking | unverifiable | notice
+    severity: str  # breaking | review | unverifiable | notice
     change: str
     old_signature: str
     new_signature: str
@@ -59,84 +62,238 @@ class DriftReport:
     api_breakages: list[str] = field(default_factory=list)  # griffe's one-line explanations
     calls_scanned: int = 0
     files_scanned: int = 0
+    api_breakages_elsewhere: int = 0  # griffe's breakages outside what the target reaches
+    reached: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def breaking(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "breaking"]
 
+    def of(self, severity: str) -> list[Finding]:
+        return [f for f in self.findings if f.severity == severity]
+
+    @property
+    def unfixed(self) -> list[Finding]:
+        """Breaking findings the codemod cannot rewrite: they need a hand fix."""
+        return [f for f in self.breaking if not f.fix]
+
+    def notice_groups(self) -> list[NoticeGroup]:
+        """Notices grouped per function and change, with their call counts."""
+        groups: dict[tuple[str, str], NoticeGroup] = {}
+        for f in self.of("notice"):
+            group = groups.setdefault((f.function, f.change), NoticeGroup(f.function, f.change))
+            group.where.append(f"{f.file}:{f.line}")
+        return sorted(groups.values(), key=lambda g: (-len(g.where), g.function))
+
+
+@dataclass
+class NoticeGroup:
+    function: str
+    change: str
+    where: list[str] = field(default_factory=list)
+
+
+class ReviewSource(Protocol):
+    """Something that turns call sites into review findings (advisories, gate observations)."""
+
+    def findings(self, sites: Sequence[CallSite], old: ApiIndex, new: ApiIndex,
+                 package: str) -> list[Finding]: ...
+
 
 # -- scanning ------------------------------------------------------------------------------
-class _Imports(cst.CSTVisitor):
+# The scanner is a pure function of one file, (path, text, roots) -> sites, on the standard
+# library's ``ast`` (libcst is kept for the codemod): it can be cached by content hash and run
+# in worker processes around it.
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_IMPORTERS = {"importlib.import_module", "import_module", "__import__"}
+
+
+def _dotted_string(value: object, roots: set[str]) -> str | None:
+    """A string constant naming a module or object of ``roots`` ("flashinfer.gemm")."""
+    if not isinstance(value, str) or value.split(".", 1)[0] not in roots:
+        return None
+    return value if all(_IDENT.match(part) for part in value.split(".")) else None
+
+
+def _syntax_name(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of names and attributes, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _string_arg(node: ast.Call, index: int) -> str | None:
+    if len(node.args) > index and isinstance(node.args[index], ast.Constant) and \
+            isinstance(node.args[index].value, str):  # type: ignore[attr-defined]
+        return node.args[index].value  # type: ignore[attr-defined]
+    return None
+
+
+class _Resolver:
+    """What each name, attribute and lazy-import call of one module stands for."""
+
     def __init__(self, roots: set[str]) -> None:
-        super().__init__()
         self.roots = roots
-        self.bindings: dict[str, str] = {}
+        self.bindings: dict[str, str] = {}  # "x", "self._comm" -> "flashinfer.comm"
 
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            dotted = get_full_name_for_node(alias.name) or ""
-            if dotted.split(".")[0] not in self.roots:
-                continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.bindings[alias.asname.name.value] = dotted
-            else:
-                head = dotted.split(".")[0]
-                self.bindings[head] = head
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+    def bind_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                head = alias.name.split(".")[0]
+                if head not in self.roots:
+                    continue
+                if alias.asname:
+                    self.bindings[alias.asname] = alias.name
+                else:
+                    self.bindings[head] = head
             return
-        module = get_full_name_for_node(node.module) or ""
-        if module.split(".")[0] not in self.roots:
+        if node.level or not node.module or node.module.split(".")[0] not in self.roots:
             return
         for alias in node.names:
-            name = get_full_name_for_node(alias.name) or ""
-            local = alias.asname.name.value if alias.asname is not None and isinstance(
-                alias.asname.name, cst.Name) else name
-            self.bindings[local] = f"{module}.{name}"
+            if alias.name != "*":
+                self.bindings[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def resolve(self, node: ast.expr) -> str | None:
+        """The lead-package path an expression evaluates to, when it can be told."""
+        text = _syntax_name(node)
+        if text is not None:
+            parts = text.split(".")
+            for i in range(len(parts), 0, -1):  # the longest bound prefix: self._comm.x
+                bound = self.bindings.get(".".join(parts[:i]))
+                if bound is not None:
+                    return ".".join([bound, *parts[i:]])
+            return None
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            return f"{base}.{node.attr}" if base else None
+        if isinstance(node, ast.Call):
+            return self.resolve_call_value(node)
+        return None
+
+    def resolve_call_value(self, node: ast.Call) -> str | None:
+        """What a lazy-import call returns: ``getattr(mod, "name")``,
+        ``importlib.import_module("flashinfer.x")``, ``helper("flashinfer.x", "Name")``."""
+        func = _syntax_name(node.func)
+        if func == "getattr" and len(node.args) >= 2:
+            base = self.resolve(node.args[0])
+            name = _string_arg(node, 1)
+            return f"{base}.{name}" if base and name and _IDENT.match(name) else None
+        module = _dotted_string(_string_arg(node, 0), self.roots)
+        if module is None:
+            return None
+        if func in _IMPORTERS:
+            return module
+        name = _string_arg(node, 1)
+        if name is not None and _IDENT.match(name):
+            return f"{module}.{name}"
+        return module if len(node.args) == 1 else None
+
+    def bind_assign(self, targets: list[ast.expr], value: ast.expr) -> bool:
+        path = self.resolve(value)
+        if path is None:
+            return False
+        changed = False
+        for target in targets:
+            key = _syntax_name(target)
+            if key is not None and self.bindings.get(key) != path:
+                self.bindings[key] = path
+                changed = True
+        return changed
 
 
-class _Calls(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
-    def __init__(self, file: str, lines: Sequence[str], bindings: Mapping[str, str]) -> None:
-        super().__init__()
-        self.file, self.lines, self.bindings = file, lines, bindings
-        self.sites: list[CallSite] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        dotted = get_full_name_for_node(node.func)
-        if not dotted:
-            return
-        head, _, rest = dotted.partition(".")
-        if head not in self.bindings:
-            return
-        path = self.bindings[head] + (f".{rest}" if rest else "")
-        pos = self.get_metadata(PositionProvider, node).start
-        self.sites.append(CallSite(
-            file=self.file, line=pos.line, column=pos.column, path=path,
-            positional=sum(1 for a in node.args if a.keyword is None and not a.star),
-            keywords=tuple(a.keyword.value for a in node.args if a.keyword is not None),
-            star_args=any(a.star == "*" for a in node.args),
-            star_kwargs=any(a.star == "**" for a in node.args),
-            text=self.lines[pos.line - 1].strip()[:160]))
+def _column(lines: Sequence[str], node: ast.expr) -> int:
+    """ast counts UTF-8 bytes; libcst (the codemod) counts characters."""
+    line = lines[node.lineno - 1] if node.lineno - 1 < len(lines) else ""
+    return len(line.encode("utf-8")[:node.col_offset].decode("utf-8", "replace"))
 
 
 def scan_source(file: str, text: str, roots: set[str]) -> list[CallSite]:
-    """Calls into ``roots`` (import names) through every import form, anywhere in the file."""
+    """Calls into ``roots`` (import names) and references to them, anywhere in the file:
+    every import form, modules bound to names or attributes (``x = comm``,
+    ``self._comm = flashinfer.comm``, ``global`` assignments in ``try:``), ``getattr``,
+    ``importlib.import_module`` and string references in lazy-import helpers."""
     if not any(r in text for r in roots):
         return []
     try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError:
-        return []  # not valid Python for libcst: nothing we can map (reported by the caller)
-    imports = _Imports(roots)
-    module.visit(imports)
-    if not imports.bindings:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []  # not valid Python: nothing we can map
+    resolver = _Resolver(roots)
+    assigns: list[tuple[list[ast.expr], ast.expr]] = []
+    calls: list[ast.Call] = []
+    strings: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            resolver.bind_import(node)
+        elif isinstance(node, ast.Assign):
+            assigns.append((node.targets, node.value))
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            assigns.append(([node.target], node.value))
+        elif isinstance(node, ast.Call):
+            calls.append(node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            strings.append(node)
+    if not resolver.bindings and not any(_dotted_string(s.value, roots)  # type: ignore[attr-defined]
+                                         for s in strings):
         return []
-    calls = _Calls(file, text.splitlines(), imports.bindings)
-    MetadataWrapper(module, unsafe_skip_copy=True).visit(calls)
-    return calls.sites
+    for _ in range(8):  # a binding may use one made later in the file (x = comm)
+        if not any([resolver.bind_assign(t, v) for t, v in assigns]):
+            break
+    lines = text.splitlines()
+    sites: dict[tuple[int, int, str, str], CallSite] = {}
+
+    def add(node: ast.expr, path: str, kind: str, via: str, call: ast.Call | None = None
+            ) -> None:
+        if path.split(".")[0] not in roots:
+            return
+        line = node.lineno
+        text_line = lines[line - 1].strip()[:160] if line - 1 < len(lines) else ""
+        args = call.args if call is not None else []
+        keywords = call.keywords if call is not None else []
+        site = CallSite(
+            file=file, line=line, column=_column(lines, node), path=path,
+            positional=sum(1 for a in args if not isinstance(a, ast.Starred)),
+            keywords=tuple(k.arg for k in keywords if k.arg is not None),
+            star_args=any(isinstance(a, ast.Starred) for a in args),
+            star_kwargs=any(k.arg is None for k in keywords),
+            text=text_line, kind=kind, via=via)
+        sites.setdefault((site.line, site.column, site.kind, site.path), site)
+
+    called: set[tuple[int, str]] = set()
+    for node in calls:
+        path = resolver.resolve(node.func)
+        if path is not None:
+            add(node, path, "call", "", node)
+            called.add((node.lineno, path))
+    paired: set[int] = set()
+    for node in calls:
+        func = _syntax_name(node.func)
+        if func in ("getattr", "hasattr") and len(node.args) >= 2:
+            base, name = resolver.resolve(node.args[0]), _string_arg(node, 1)
+            if base and name and _IDENT.match(name) and (node.lineno, f"{base}.{name}") \
+                    not in called:
+                add(node, f"{base}.{name}", "reference", func)
+    for seq in [n for n in ast.walk(tree) if isinstance(n, (ast.Tuple, ast.List, ast.Call))]:
+        items = seq.args if isinstance(seq, ast.Call) else seq.elts
+        for first, second in pairwise(items):
+            module = _dotted_string(first.value, roots) \
+                if isinstance(first, ast.Constant) else None
+            attr: object = second.value if isinstance(second, ast.Constant) else None
+            if module and isinstance(attr, str) and _IDENT.match(attr):
+                paired.add(id(first))
+                if (first.lineno, f"{module}.{attr}") not in called:
+                    add(first, f"{module}.{attr}", "reference", "string")
+    for node in strings:
+        module = _dotted_string(node.value, roots)  # type: ignore[attr-defined]
+        if module and id(node) not in paired and "." in module:
+            add(node, module, "reference", "string")
+    return sorted(sites.values(), key=lambda s: (s.line, s.column, s.kind != "call"))
 
 
 # -- comparing signatures ------------------------------------------------------------------
@@ -245,25 +402,95 @@ def _moved_to(path: str, old_sig: Signature, new: ApiIndex) -> str | None:
     return candidates[0] if candidates else None
 
 
-def classify(site: CallSite, old: ApiIndex, new: ApiIndex) -> Finding | None:
+def find_rename(path: str, old: ApiIndex, new: ApiIndex) -> str | None:
+    """The new name of an object the new version no longer has under ``path``: an object of
+    the same kind that only the new version has, with the same body (source with the name
+    blanked) or the same shape (parameters, members) and a similar name; None when no single
+    candidate stands out."""
+    old_path = old.canonical(path)
+    info = old.objects.get(old_path or "")
+    if old_path is None or info is None:
+        return None
+    kind, shape, body = info
+    parent, _, name = old_path.rpartition(".")
+    old_names = {p.rpartition(".")[2] for p in old.objects}
+    scored = []
+    for cand, (k, sh, b) in new.objects.items():
+        if k != kind or k not in ("class", "function"):
+            continue
+        cparent, _, cname = cand.rpartition(".")
+        if cname in old_names or cname.startswith("_") != name.startswith("_"):
+            continue  # a name the old version had is a move, not a rename
+        ratio = SequenceMatcher(None, name, cname).ratio()
+        same_body = bool(body) and b == body
+        if ratio >= 0.5 and (same_body or (shape and sh == shape)):
+            scored.append(((same_body, cparent == parent, round(ratio, 3)), cand))
+    scored.sort(reverse=True)
+    if not scored or (len(scored) > 1 and scored[0][0] == scored[1][0]):
+        return None
+    found = scored[0][1]
+    public = f"{path.rpartition('.')[0]}.{found.rpartition('.')[2]}"
+    return public if new.canonical(public) == found else found
+
+
+_VIA = {"string": "the string reference", "getattr": "`getattr`",
+        "hasattr": "`hasattr` now answers False and the code silently takes its fallback: "
+                   "the check"}
+
+
+def _missing(site: CallSite, old: ApiIndex, new: ApiIndex) -> Finding:
+    """A name the target reaches that the new version no longer has."""
     old_sig = old.lookup(site.path)
-    if old_sig is None:
-        return None  # not a function of the old version we know (a method on an object, say)
+    moved = _moved_to(site.path, old_sig, new) if old_sig is not None else None
+    renamed = None if moved else find_rename(site.path, old, new)
+    if moved:
+        change = f"moved to `{moved}` without a re-export at `{site.path}`"
+    elif renamed:
+        change = f"`{site.path}` was renamed to `{renamed}`"
+    else:
+        change = f"`{site.path}` was removed"
+    if site.kind == "call":
+        detail = (f"the call `{site.text}` fails with AttributeError or ImportError under "
+                  "the new version")
+    else:
+        detail = f"{_VIA.get(site.via, 'the reference')} `{site.text}` finds nothing under " \
+                 "the new version"
+    if renamed or moved:
+        detail += f": use `{renamed or moved}`"
+    target = renamed or moved
+    new_sig = new.lookup(target) if target else None
+    return Finding(file=site.file, line=site.line, column=site.column, function=site.path,
+                   severity="breaking", change=change,
+                   old_signature=old_sig.render() if old_sig else (old.kind(site.path) or ""),
+                   new_signature=new_sig.render() if new_sig else "", detail=detail)
+
+
+def _changed_defaults(site: CallSite, old: Signature, new: Signature) -> list[str]:
+    """Defaults that changed for parameters this call leaves to their default."""
+    bound = {_positional_name(new, i) for i in range(site.positional)} | set(site.keywords)
+    out = []
+    for p in old.params:
+        q = new.param(p.name)
+        if q is not None and q.kind == p.kind and p.default is not None and \
+                q.default is not None and q.default != p.default and p.name not in bound:
+            out.append(f"`{p.name}` now defaults to `{q.default}` (was `{p.default}`)")
+    return out
+
+
+def classify(site: CallSite, old: ApiIndex, new: ApiIndex) -> Finding | None:
+    if not old.exists(site.path):
+        return None  # not something of the old version we know (a method on an object, say)
+    if not new.exists(site.path):
+        return _missing(site, old, new)
+    old_sig = old.lookup(site.path)
     new_sig = new.lookup(site.path)
+    if site.kind != "call" or old_sig is None or new_sig is None:
+        return None
     base = {"file": site.file, "line": site.line, "column": site.column, "function": site.path,
-            "old_signature": old_sig.render()}
-    if new_sig is None:
-        moved = _moved_to(site.path, old_sig, new)
-        change = (f"moved to `{moved}` without a re-export at `{site.path}`" if moved
-                  else f"`{site.path}` was removed")
-        return Finding(severity="breaking", change=change,
-                       new_signature=new.functions[moved].render() if moved else "",
-                       detail=f"the call `{site.text}` fails with AttributeError or "
-                              "ImportError under the new version", **base)  # type: ignore[arg-type]
+            "old_signature": old_sig.render(), "new_signature": new_sig.render()}
     changes = describe_changes(old_sig, new_sig)
     if not changes:
         return None
-    base["new_signature"] = new_sig.render()
     summary = "; ".join(changes)
     if site.star_args or site.star_kwargs:
         how = " and ".join(x for x, on in (("*args", site.star_args),
@@ -277,52 +504,104 @@ def classify(site: CallSite, old: ApiIndex, new: ApiIndex) -> Finding | None:
             problems) == sum(1 for p in problems if p.startswith("positional")) else ()
         return Finding(severity="breaking", change=summary, detail="; ".join(problems),
                        fix=fix, **base)  # type: ignore[arg-type]
+    defaults = _changed_defaults(site, old_sig, new_sig)
+    if defaults:
+        return Finding(severity="review", change=summary,
+                       detail=f"check that the new default suits this call: "
+                              f"{'; '.join(defaults)}", **base)  # type: ignore[arg-type]
     return Finding(severity="notice", change=summary,
                    detail="the call binds as before; review whether it should pass the new "
                           "or changed parameters", **base)  # type: ignore[arg-type]
 
 
+def reached(sites: Iterable[CallSite], old: ApiIndex) -> set[str]:
+    """Paths of the lead's API the target reaches (as written and where they are defined)."""
+    out: set[str] = set()
+    for site in sites:
+        out.add(site.path)
+        found = old.canonical(site.path)
+        if found:
+            out.add(found)
+    return out
+
+
+def is_public(path: str) -> bool:
+    return not any(part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+                   for part in path.split("."))
+
+
+def reachable_breakages(breakages: Sequence[tuple[str, str]], paths: set[str], old: ApiIndex
+                        ) -> list[str]:
+    """griffe's breakages (object path, explanation) on the public API the target reaches:
+    the object itself, a member of a function or class it calls, or a container of one."""
+    keep = []
+    for path, text in breakages:
+        if not is_public(path):
+            continue
+        for r in paths:
+            if path == r or r.startswith(path + ".") or (
+                    path.startswith(r + ".") and old.kind(r) in ("function", "class")):
+                keep.append(text)
+                break
+    return keep
+
+
 def analyse(files: Mapping[str, str], roots: set[str], old: ApiIndex, new: ApiIndex,
-            package: str, sites: Mapping[str, list[CallSite]] | None = None) -> DriftReport:
-    """Findings for every call site; ``sites`` may come pre-scanned (e.g. in parallel)."""
+            package: str, sites: Mapping[str, list[CallSite]] | None = None,
+            reviews: Sequence[ReviewSource] = ()) -> DriftReport:
+    """Findings for every call site; ``sites`` may come pre-scanned (e.g. in parallel);
+    ``reviews`` add review findings (advisories, the GPU gate's observations)."""
     report = DriftReport(package=package, old_version=old.version, new_version=new.version)
+    everything: list[CallSite] = []
     for path in sorted(files):
         found = sites[path] if sites is not None and path in sites else \
             scan_source(path, files[path], roots)
         report.files_scanned += 1
-        report.calls_scanned += len(found)
+        report.calls_scanned += sum(1 for s in found if s.kind == "call")
+        everything += found
         for site in found:
             finding = classify(site, old, new)
             if finding is not None:
                 report.findings.append(finding)
-    report.findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.file, f.line))
+    for source in reviews:
+        report.findings += source.findings(everything, old, new, package)
+    report.reached = reached(everything, old)
+    report.findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.file, f.line, f.column))
     return report
 
 
-# -- the codemod ---------------------------------------------------------------------------
-class _KeywordRewriter(cst.CSTTransformer):
-    METADATA_DEPENDENCIES = (PositionProvider,)
+# -- the codemod (libcst, imported only when there is something to rewrite) ---------------
+def _rewrite(text: str, fixes: Mapping[tuple[int, int], tuple[tuple[int, str], ...]]
+             ) -> tuple[str, set[tuple[int, int]]]:
+    """Keyword-bind the positional arguments of the calls starting at ``fixes``' positions;
+    formatting and comments are kept."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
 
-    def __init__(self, fixes: Mapping[tuple[int, int], tuple[tuple[int, str], ...]]) -> None:
-        super().__init__()
-        self.fixes = dict(fixes)
-        self.done: set[tuple[int, int]] = set()
+    done: set[tuple[int, int]] = set()
 
-    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        pos = self.get_metadata(PositionProvider, original).start
-        key = (pos.line, pos.column)
-        if key not in self.fixes:
-            return updated
-        args = list(updated.args)
-        positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
-        for index, name in self.fixes[key]:
-            k = positional[index]
-            args[k] = args[k].with_changes(
-                keyword=cst.Name(name),
-                equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                      whitespace_after=cst.SimpleWhitespace("")))
-        self.done.add(key)
-        return updated.with_changes(args=args)
+    class KeywordRewriter(cst.CSTTransformer):
+        METADATA_DEPENDENCIES = (PositionProvider,)
+
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+            pos = self.get_metadata(PositionProvider, original).start
+            key = (pos.line, pos.column)
+            if key not in fixes:
+                return updated
+            args = list(updated.args)
+            positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
+            for index, name in fixes[key]:
+                k = positional[index]
+                args[k] = args[k].with_changes(
+                    keyword=cst.Name(name),
+                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                          whitespace_after=cst.SimpleWhitespace("")))
+            done.add(key)
+            return updated.with_changes(args=args)
+
+    new = MetadataWrapper(cst.parse_module(text)).visit(KeywordRewriter()).code
+    cst.parse_module(new)  # the rewrite must still parse
+    return new, done
 
 
 def fix_source(text: str, findings: Iterable[Finding]) -> tuple[str, list[Finding]]:
@@ -330,8 +609,5 @@ def fix_source(text: str, findings: Iterable[Finding]) -> tuple[str, list[Findin
     fixable = {(f.line, f.column): f for f in findings if f.severity == "breaking" and f.fix}
     if not fixable:
         return text, []
-    module = cst.parse_module(text)
-    rewriter = _KeywordRewriter({k: f.fix for k, f in fixable.items()})
-    new = MetadataWrapper(module).visit(rewriter).code
-    cst.parse_module(new)  # the rewrite must still parse
-    return new, [fixable[k] for k in sorted(rewriter.done)]
+    new, done = _rewrite(text, {k: f.fix for k, f in fixable.items()})
+    return new, [fixable[k] for k in sorted(done)]

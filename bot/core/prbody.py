@@ -13,6 +13,7 @@ from bot.core.decisions import GateDecision, failure_mark
 from bot.core.drift import DriftReport
 from bot.core.edits import EditSet
 from bot.core.models import Plan, Rejection
+from bot.render.drift import drift_markdown, hand_fix_banner
 from bot.render.markdown import (
     bare_url,
     code_span,
@@ -22,7 +23,6 @@ from bot.render.markdown import (
     link,
     url_part,
 )
-from bot.render.report import drift_markdown
 
 BODY_LIMIT = 60_000  # GitHub's hard limit is 65,536
 RELEASE_NOTES = {
@@ -76,8 +76,9 @@ def _capped(lines: list[str], limit: int, what: str) -> list[str]:
 
 
 def pr_body(plan: Plan, edits: EditSet, drift: DriftReport | None, gate: GateInfo,
-            notes: Sequence[str] = (), limit: int = 25) -> str:
-    out = [marker(plan.group, plan.lead_target),
+            notes: Sequence[str] = (), limit: int = 25, blob_url: str | None = None) -> str:
+    """``blob_url`` (``https://github.com/OWNER/NAME/blob/BRANCH``) links findings to lines."""
+    out = [marker(plan.group, plan.lead_target), *hand_fix_banner(drift, blob_url),
            "pinbump proposes the newest **complete and consistent** set of the "
            f"{code_span(plan.group)} group: every lockstep package is published at the lead's "
            "version and every companion satisfies the set's `Requires-Dist`.", "",
@@ -112,7 +113,7 @@ def pr_body(plan: Plan, edits: EditSet, drift: DriftReport | None, gate: GateInf
         out += ["", "</details>", ""]
     out += [f"- note: {escape_message(n)}" for n in notes]
     if drift is not None:
-        out += ["", drift_markdown(drift, limit=limit)]
+        out += ["", drift_markdown(drift, limit=limit, blob_url=blob_url)]
     out += ["### GPU gate", "",
             f"Workflow {code_span(gate.workflow)} runs `gpu_tests/` on the PR's head commit, "
             "one job per runner class; the PR merges only when all of them pass on that "

@@ -1,0 +1,243 @@
+"""drift's reach (every way a target gets at the package), renames, review findings from
+advisories and from the GPU gate's observations, and what counts as signal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.apisource import importable, main_package, shipped_advisories
+from bot.core.api import ApiIndex, build_api
+from bot.core.drift import analyse, find_rename, reachable_breakages, scan_source
+from bot.core.review import Advisories, parse_advisories, parse_observations
+from bot.errors import InputError
+from drift_fixture import REACH, REACH_EXPECTED, REACH_V1, REACH_V2
+
+GATE_JSON = Path(__file__).resolve().parents[1] / "gpu_tests" / "results" / \
+    "2026-11-29-h200" / "ab-gate.json"
+
+
+def build(tmp_path: Path, files: dict[str, str], version: str, dist: str = "kernelpkg"
+          ) -> ApiIndex:
+    root = tmp_path / f"{dist}-{version}"
+    members = importable({k: v.encode() for k, v in files.items()})
+    for rel, data in members.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    package = main_package(list(members), dist)
+    assert package is not None
+    return build_api(root, package, version)[0]
+
+
+@pytest.fixture
+def reach_apis(tmp_path: Path) -> tuple[ApiIndex, ApiIndex]:
+    return build(tmp_path, REACH_V1, "1.0"), build(tmp_path, REACH_V2, "2.0")
+
+
+def test_every_reach_form_is_found() -> None:
+    sites = scan_source("r.py", REACH, {"kernelpkg"})
+    assert [(s.line, s.kind, s.via, s.path) for s in sites] == REACH_EXPECTED
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    # a module bound to a name inside try:, used in a function through `global`
+    ("try:\n    from kernelpkg import comm\nexcept ImportError:\n    comm = None\n"
+     "x = comm\ndef f():\n    global x\n    x.g()\n", ["call kernelpkg.comm.g"]),
+    # an attribute holding a module
+    ("import kernelpkg\nclass A:\n    def __init__(self):\n        self.c = kernelpkg.comm\n"
+     "    def f(self):\n        self.c.g(1)\n", ["call kernelpkg.comm.g"]),
+    # importlib, plain and imported by name
+    ("from importlib import import_module\nm = import_module('kernelpkg.comm')\nm.g()\n",
+     ["reference kernelpkg.comm", "call kernelpkg.comm.g"]),
+    # getattr called directly, and a hasattr probe
+    ("import kernelpkg as k\ngetattr(k, 'g')(1)\nhasattr(k, 'H')\n",
+     ["call kernelpkg.g", "reference kernelpkg.H"]),
+    # string pairs in a table and a lazy wrapper
+    ("T = [('kernelpkg.gemm', 'K')]\nf = wrap('kernelpkg.moe', 'fused')\nf(1)\n",
+     ["reference kernelpkg.gemm.K", "reference kernelpkg.moe.fused", "call kernelpkg.moe.fused"]),
+    # look-alikes that are not the package: a prose string, another root, a relative import
+    ("s = 'kernelpkg is fast'\nimport otherpkg\notherpkg.g()\nfrom . import kernelpkg\n", []),
+    ("def broken(:\n    kernelpkg.g()\n", []),  # not Python: nothing to map
+])
+def test_reach_forms_one_by_one(code: str, expected: list[str]) -> None:
+    assert [f"{s.kind} {s.path}" for s in scan_source("t.py", code, {"kernelpkg"})] == expected
+
+
+def test_columns_count_characters_for_the_codemod() -> None:
+    [site] = scan_source("t.py", "import kernelpkg\nx = 'é'; kernelpkg.g(1)\n", {"kernelpkg"})
+    assert site.column == 9  # characters, as libcst counts them, not UTF-8 bytes (10)
+
+
+def test_reach_findings(reach_apis: tuple[ApiIndex, ApiIndex]) -> None:
+    report = analyse({"r.py": REACH}, {"kernelpkg"}, *reach_apis, "kernelpkg")
+    got = {(f.line, f.function): (f.severity, f.change) for f in report.findings}
+    assert {k: v[0] for k, v in got.items()} == {
+        (27, "kernelpkg.comm.create_workspace"): "notice",
+        (31, "kernelpkg.comm.create_workspace"): "notice",
+        (35, "kernelpkg.comm.create_workspace"): "notice",
+        (40, "kernelpkg.norm.rmsnorm"): "breaking",
+        (46, "kernelpkg.rmsnorm"): "breaking",
+        (46, "kernelpkg.layernorm"): "review",
+        (49, "kernelpkg.gemm.Sm120BlockScaledDenseGemmKernel"): "breaking",
+        (53, "kernelpkg.fused_moe.b12x_fused_moe"): "breaking",
+        (55, "kernelpkg.gemm.Sm120BlockScaledDenseGemmKernel"): "breaking",
+        (56, "kernelpkg.fused_moe.b12x_fused_moe"): "breaking",
+    }
+    assert got[(53, "kernelpkg.fused_moe.b12x_fused_moe")][1] == \
+        "`kernelpkg.fused_moe.b12x_fused_moe` was removed"
+    assert report.calls_scanned == 7
+    groups = report.notice_groups()
+    assert [(g.function, len(g.where)) for g in groups] == [
+        ("kernelpkg.comm.create_workspace", 3)]
+
+
+def test_rename_through_a_string(reach_apis: tuple[ApiIndex, ApiIndex]) -> None:
+    report = analyse({"r.py": REACH}, {"kernelpkg"}, *reach_apis, "kernelpkg")
+    pair, probe = (next(f for f in report.findings if f.line == n) for n in (49, 55))
+    new_name = "kernelpkg.gemm.Sm120BlockScaledGemmKernel"
+    assert pair.change == f"`kernelpkg.gemm.Sm120BlockScaledDenseGemmKernel` was renamed to " \
+                          f"`{new_name}`"
+    assert pair.detail.startswith("the string reference `_KERNELS = ")
+    assert pair.detail.endswith(f"use `{new_name}`")
+    assert "`hasattr` now answers False" in probe.detail and new_name in probe.detail
+
+
+def test_rename_needs_one_clear_candidate(tmp_path: Path) -> None:
+    cls = "class {}:\n    def run(self):\n        return 1\n"
+    old = build(tmp_path, {"kernelpkg/__init__.py": cls.format("GemmKernel")}, "1")
+    two = build(tmp_path, {"kernelpkg/__init__.py": cls.format("GemmKernelA") +
+                           cls.format("GemmKernelB")}, "2")
+    one = build(tmp_path, {"kernelpkg/__init__.py": cls.format("GemmKernelV2")}, "3")
+    other = build(tmp_path, {"kernelpkg/__init__.py": cls.format("Unrelated")}, "4")
+    assert find_rename("kernelpkg.GemmKernel", old, two) is None  # a tie: no guess
+    assert find_rename("kernelpkg.GemmKernel", old, one) == "kernelpkg.GemmKernelV2"
+    assert find_rename("kernelpkg.GemmKernel", old, other) is None  # names too far apart
+
+
+ADVISORY = '''
+[[advisory]]
+package = "KernelPkg"
+function = "kernelpkg.comm.create_workspace"
+since = "2.0"
+unless-passed = "group"
+check = "pass the sub-group"
+'''
+
+
+def test_review_from_an_advisory(reach_apis: tuple[ApiIndex, ApiIndex]) -> None:
+    code = REACH + "\n\ndef grouped(g):\n    return _comm.create_workspace(group=g)\n"
+    advisories = Advisories(parse_advisories(ADVISORY, "a.toml"))
+    report = analyse({"r.py": code}, {"kernelpkg"}, *reach_apis, "kernelpkg",
+                     reviews=[advisories])
+    review = [f for f in report.of("review") if f.function.endswith("create_workspace")]
+    assert [f.line for f in review] == [27, 31, 35]  # not 61: that call passes group
+    assert {f.detail for f in review} == {"check: pass the sub-group"}
+    assert {f.change for f in review} == {"advisory for 2.0: behaviour changed"}
+    # a bump that does not cross 2.0 gets none
+    old, new = reach_apis
+    same = analyse({"r.py": code}, {"kernelpkg"}, new, new, "kernelpkg", reviews=[advisories])
+    assert not same.of("review") or all("advisory" not in f.change for f in same.of("review"))
+    assert old.version == "1.0"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[[advisory]]\npackage = 'x'\n", "needs package, function, since and check"),
+    ("[[advisory]]\npackage='x'\nfunction='f'\nsince='soon'\ncheck='c'\n", "not a version"),
+    ("[[advisory]\n", "invalid TOML"),
+])
+def test_bad_advisory_files(text: str, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        parse_advisories(text, "a.toml")
+
+
+FLASHINFER = {
+    "0.6.8.post1": {
+        "flashinfer/__init__.py": "from flashinfer.quantization import fp4_quantize\n"
+                                  "from flashinfer import comm\n",
+        "flashinfer/quantization.py": "def fp4_quantize(input, global_scale=None, "
+                                      "enable_pdl=None):\n    return input\n",
+        "flashinfer/comm/__init__.py": "def create_allreduce_fusion_workspace(backend='auto', "
+                                       "world_size=None):\n    return None\n"},
+    "0.6.11": {
+        "flashinfer/__init__.py": "from flashinfer.quantization import fp4_quantize\n"
+                                  "from flashinfer import comm\n",
+        "flashinfer/quantization.py": "def fp4_quantize(input, global_scale=None, "
+                                      "is_global_scale_inversed=False, enable_pdl=None):\n"
+                                      "    return input\n",
+        "flashinfer/comm/__init__.py": "def create_allreduce_fusion_workspace(backend='auto', "
+                                       "world_size=None, group=None):\n    return None\n"},
+}
+SERVING = '''from flashinfer import fp4_quantize
+import flashinfer.comm as comm
+
+_ws = comm.create_allreduce_fusion_workspace("trtllm", 8)
+_ws_tp = comm.create_allreduce_fusion_workspace("trtllm", 8, group=None)
+
+
+def quantize(x, scale):
+    return fp4_quantize(x, scale)
+'''
+
+
+@pytest.fixture
+def flashinfer_apis(tmp_path: Path) -> tuple[ApiIndex, ApiIndex]:
+    return tuple(build(tmp_path, files, v, "flashinfer-python")  # type: ignore[return-value]
+                 for v, files in FLASHINFER.items())
+
+
+def test_shipped_advisories_for_the_built_in_group(
+        flashinfer_apis: tuple[ApiIndex, ApiIndex]) -> None:
+    advisories = parse_advisories(shipped_advisories(), "advisories.toml")
+    assert {(a.function, str(a.since)) for a in advisories} == {
+        ("flashinfer.comm.create_allreduce_fusion_workspace", "0.6.10"),
+        ("flashinfer.fp4_quantize", "0.6.11")}
+    report = analyse({"serving.py": SERVING}, {"flashinfer"}, *flashinfer_apis,
+                     "flashinfer-python", reviews=[Advisories(advisories)])
+    review = {(f.line, f.detail) for f in report.of("review")}
+    assert len(review) == 2  # the workspace call without group, and the quantize call
+    (ws_line, ws), (q_line, q) = sorted(review)
+    assert ws_line == 4 and "pass the sub-group (group=...)" in ws
+    assert q_line == 9 and "global_scale must have shape [1] or [num_tokens]" in q
+    assert all("\n" not in d for _, d in review)  # one line each
+
+
+def test_review_from_the_gpu_gate_observations(
+        flashinfer_apis: tuple[ApiIndex, ApiIndex]) -> None:
+    gate = parse_observations(GATE_JSON.read_text(), str(GATE_JSON))  # as gpu-gate wrote it
+    assert (gate.baseline, gate.candidate) == ("0.6.8.post1", "0.6.11")
+    assert set(gate.per_function()) == {"create_allreduce_fusion_workspace", "fp4_quantize"}
+    report = analyse({"serving.py": SERVING}, {"flashinfer"}, *flashinfer_apis,
+                     "flashinfer-python", reviews=[gate])
+    review = {f.line: f for f in report.of("review")}
+    assert sorted(review) == [4, 5, 9]
+    assert review[9].change == "GPU gate: recorded behaviour changed"
+    assert review[9].detail.startswith("check the inputs this call passes: the GPU gate saw "
+                                       "`global_scale[2]` change from 'accepted' to 'rejected")
+    assert review[9].detail.endswith("(+1 more)")
+    assert "`accepts_group` change from False to True" in review[4].detail
+    # a report of other versions maps onto nothing
+    other = parse_observations(GATE_JSON.read_text().replace('"0.6.11"', '"0.6.12"'), "g")
+    assert not analyse({"serving.py": SERVING}, {"flashinfer"}, *flashinfer_apis,
+                       "flashinfer-python", reviews=[other]).of("review")
+
+
+@pytest.mark.parametrize("text", ["[]", "{}", "not json", '{"baseline": "1", "candidate": "2", '
+                                  '"observation_diff": [{"no": "key"}]}'])
+def test_bad_gate_reports(text: str) -> None:
+    with pytest.raises(InputError):
+        parse_observations(text, "gate.json")
+
+
+def test_only_the_reachable_public_api_counts(reach_apis: tuple[ApiIndex, ApiIndex]) -> None:
+    old, _ = reach_apis
+    breakages = [
+        ("kernelpkg.norm.rmsnorm", "rmsnorm: renamed eps"),  # called by the target
+        ("kernelpkg.norm.rmsnorm(eps)", "a parameter of a function it calls"),
+        ("kernelpkg.fused_moe", "a module holding something it reaches"),
+        ("kernelpkg.launch", "public, but the target never reaches it"),
+        ("kernelpkg._internal.K", "private"),
+    ]
+    reached = {"kernelpkg.norm.rmsnorm", "kernelpkg.fused_moe.b12x_fused_moe", "kernelpkg"}
+    assert reachable_breakages(breakages, reached, old) == [
+        "rmsnorm: renamed eps", "a module holding something it reaches"]
