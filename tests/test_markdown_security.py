@@ -24,8 +24,8 @@ from bot.core.drift import DriftReport, Finding
 from bot.core.edits import Edit, EditSet, FileEdit, Mention
 from bot.core.models import Change, Check, CheckState, Plan, Rejection
 from bot.core.prbody import GateInfo, dashboard_body, failure_comment, pr_body
+from bot.render.drift import drift_markdown
 from bot.render.markdown import WORD_JOINER, code_block, code_span, escape_text
-from bot.render.report import drift_markdown
 from planning import planned
 from servers import StaticIndex
 from targets import write_target
