@@ -152,6 +152,8 @@ def test_already_matching_repo_is_untouched(pypi: PypiServer, tmp_path: Path,
     ("conflict", "docker/Dockerfile: ARG FLASHINFER_VERSION has different defaults"),
     ("malformed", "python/pyproject_other.toml:6: malformed TOML"),
     ("bad-python", "python/sglang/srt/entrypoints/engine.py:11: cannot parse Python"),
+    ("mistyped", "python/pyproject_other.toml:14: [dependency-groups.test] must be an array of "
+     "requirement strings, got an integer"),
 ])
 def test_failures_write_nothing(case: str, fragment: str, pypi: PypiServer, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:
@@ -162,6 +164,8 @@ def test_failures_write_nothing(case: str, fragment: str, pypi: PypiServer, tmp_
     if case == "malformed":
         files["python/pyproject_other.toml"] = files["python/pyproject_other.toml"].replace(
             '"flashinfer_python==0.6.8.post1",', '"flashinfer_python==0.6.8.post1" "x"')
+    if case == "mistyped":
+        files["python/pyproject_other.toml"] += "\n[dependency-groups]\ntest = 3\n"
     if case == "bad-python":
         files["python/sglang/srt/entrypoints/engine.py"] += "    )\n"
     repo = write_tree(tmp_path / "repo", files)

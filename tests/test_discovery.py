@@ -74,13 +74,51 @@ def test_same_literal_twice_gets_both_lines() -> None:
     ('[project\nname = "x"\n', "pyproject.toml:1: malformed TOML"),
     ('[project]\ndependencies = ["flashinfer-python==="]\n',
      "pyproject.toml:2: invalid requirement"),
-    ('[project]\ndependencies = "flashinfer-python"\n', "pyproject.toml: [project.dependencies]"),
+    ('[project]\ndependencies = "flashinfer-python"\n',
+     "pyproject.toml:2: [project.dependencies] must be an array of requirement strings, got a "
+     "string"),
+    # issue 11, low: wrongly typed optional-dependencies / dependency-groups
+    ('[project]\nname = "x"\noptional-dependencies = "flashinfer-python"\n',
+     "pyproject.toml:3: [project.optional-dependencies] must be a table of arrays of "
+     "requirement strings, got a string"),
+    ('[project]\noptional-dependencies = ["flashinfer-python==0.6.8"]\n',
+     "pyproject.toml:2: [project.optional-dependencies] must be a table of arrays of "
+     "requirement strings, got an array"),
+    ('[project.optional-dependencies]\nsrt = "flashinfer-python==0.6.8"\n',
+     "pyproject.toml:2: [project.optional-dependencies.srt] must be an array of requirement "
+     "strings, got a string"),
+    ('[project.optional-dependencies]\nsrt = [1, "flashinfer-python==0.6.8"]\n',
+     "pyproject.toml:2: [project.optional-dependencies.srt] must hold requirement strings, got "
+     "an integer 1"),
+    ('[project.optional-dependencies]\nsrt = [{include-group = "x"}]\n',
+     "[project.optional-dependencies.srt] must hold requirement strings, got a table"),
+    ("dependency-groups = 3\n",
+     "pyproject.toml:1: [dependency-groups] must be a table of arrays of requirement strings, "
+     "got an integer"),
+    ('[[dependency-groups]]\ntest = ["flashinfer-python"]\n',
+     "pyproject.toml:1: [dependency-groups] must be a table of arrays of requirement strings, "
+     "got an array"),
+    ('[dependency-groups]\ntest = {flashinfer = "0.6.8"}\n',
+     "pyproject.toml:2: [dependency-groups.test] must be an array of requirement strings, got "
+     "a table"),
+    ('[dependency-groups]\ntest = [{include-group = 3}]\n',
+     "pyproject.toml:2: [dependency-groups.test] must hold requirement strings, got a table "
+     "{'include-group': 3}"),
+    ('project = "sglang"\n', "pyproject.toml:1: [project] must be a table, got a string"),
 ])
 def test_bad_pyproject_names_file_and_line(text: str, fragment: str) -> None:
     with pytest.raises(InputError) as err:
         parse_pyproject(text, "pyproject.toml", NAMES)
     assert fragment in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_include_group_is_not_a_pin() -> None:
+    text = ('[dependency-groups]\ndev = ["flashinfer-python==0.6.8"]\n'
+            'test = [{include-group = "dev"}, "quack-kernels>=0.3"]\n')
+    toml = parse_pyproject(text, "pyproject.toml", NAMES)
+    assert [(p.package, p.line) for p in toml.pins] == [("flashinfer-python", 2),
+                                                         ("quack-kernels", 3)]
 
 
 def test_discover_walks_pyprojects_and_requirements_and_skips_vendored(tmp_path: Path) -> None:

@@ -64,13 +64,49 @@ def _literal_lines(text: str) -> dict[str, list[int]]:
     return out
 
 
-def _requirement_arrays(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    project = doc.get("project", {})
-    if isinstance(project, dict):
-        yield "project.dependencies", project.get("dependencies", [])
-        for extra, items in dict(project.get("optional-dependencies", {}) or {}).items():
-            yield f"project.optional-dependencies.{extra}", items
-    for group, items in dict(doc.get("dependency-groups", {}) or {}).items():
+_TOML_TYPES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
+               list: "an array", dict: "a table"}
+
+
+def _kind(value: Any) -> str:
+    return next((name for t, name in _TOML_TYPES.items() if isinstance(value, t)),
+                type(value).__name__)
+
+
+def _key_line(text: str, key: str) -> int:
+    """The line where ``key`` (a dotted TOML key) is defined, as a table header or a key."""
+    last = re.escape(key.rsplit(".", 1)[-1])
+    header = re.escape(key)
+    m = re.search(rf"(?m)^\s*\[\[?\s*{header}\s*\]|^\s*[\"']?{last}[\"']?\s*=", text)
+    return text.count("\n", 0, m.start()) + 1 if m else 0
+
+
+def _where(path: str, text: str, key: str) -> str:
+    line = _key_line(text, key)
+    return f"{path}:{line}" if line else path
+
+
+def _table(doc: Mapping[str, Any], key: str, path: str, text: str, what: str
+           ) -> Mapping[str, Any]:
+    value = doc.get(key.rsplit(".", 1)[-1], {})
+    if not isinstance(value, dict):
+        raise InputError(f"{_where(path, text, key)}: [{key}] must be {what}, got "
+                         f"{_kind(value)}; fix the file")
+    return value
+
+
+def _requirement_arrays(doc: Mapping[str, Any], path: str, text: str
+                        ) -> Iterator[tuple[str, Any]]:
+    """Each array of requirements with its dotted key; a wrongly typed table is an error."""
+    project = _table(doc, "project", path, text, "a table")
+    yield "project.dependencies", project.get("dependencies", [])
+    extras = _table(project, "project.optional-dependencies", path, text,
+                    "a table of arrays of requirement strings")
+    for extra, items in extras.items():
+        yield f"project.optional-dependencies.{extra}", items
+    groups = _table(doc, "dependency-groups", path, text,
+                    "a table of arrays of requirement strings")
+    for group, items in groups.items():
         yield f"dependency-groups.{group}", items
 
 
@@ -89,18 +125,29 @@ def read_pyproject(text: str, path: str) -> PyProject:
     return PyProject(path, text, doc, requires_python, tool_config)
 
 
+def _short(value: Any) -> str:
+    text = repr(value.unwrap() if hasattr(value, "unwrap") else value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def pyproject_pins(pyproject: PyProject, names: set[str]) -> TomlFile:
     """Pins of ``names`` in [project] dependencies, optional dependencies and dependency groups."""
     path = pyproject.path
     lines = _literal_lines(pyproject.text)
     used: dict[str, int] = {}
     pins: list[Pin] = []
-    for section, items in _requirement_arrays(pyproject.doc):
+    for section, items in _requirement_arrays(pyproject.doc, path, pyproject.text):
         if not isinstance(items, list):
-            raise InputError(f"{path}: [{section}] must be an array of requirement strings")
+            raise InputError(f"{_where(path, pyproject.text, section)}: [{section}] must be an "
+                             f"array of requirement strings, got {_kind(items)}")
         for item in items:
-            if not isinstance(item, str):
+            if isinstance(item, dict) and section.startswith("dependency-groups.") and \
+                    isinstance(item.get("include-group"), str):
                 continue  # {include-group = "..."} in dependency groups
+            if not isinstance(item, str):
+                raise InputError(f"{_where(path, pyproject.text, section)}: [{section}] must "
+                                 f"hold requirement strings, got {_kind(item)} "
+                                 f"{_short(item)}")
             literal = item.as_string() if hasattr(item, "as_string") else f'"{item}"'
             candidates = lines.get(literal, [])
             index = used.get(literal, 0)
