@@ -4,6 +4,7 @@ import what they need when they run (no work at import time)."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
@@ -37,6 +38,26 @@ def _days(value: str) -> float:
     if days < 0:
         raise argparse.ArgumentTypeError("must not be negative")
     return days
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: must be a positive number of seconds")
+    return seconds
+
+
+def _retries(value: str) -> int:
+    try:
+        retries = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if not 0 <= retries <= 20:
+        raise argparse.ArgumentTypeError(f"{value!r}: must be between 0 and 20")
+    return retries
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -185,8 +206,13 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", type=Path, help="HTTP and metadata cache "
                    "(default: $PINBUMP_CACHE_DIR or ~/.cache/pinbump)")
     p.add_argument("--no-cache", action="store_true", help="use no on-disk cache")
-    p.add_argument("--timeout", type=float, default=20.0, help="seconds per request (default 20)")
-    p.add_argument("--retries", type=int, default=3, help="retries per request (default 3)")
+    p.add_argument("--timeout", type=_seconds, default=20.0,
+                   help="deadline of each request in seconds, reading included (default 20)")
+    p.add_argument("--retries", type=_retries, default=3,
+                   help="retries per request, 0-20 (default 3)")
+    p.add_argument("--deadline", type=_seconds, default=900.0,
+                   help="seconds for all of the command's index traffic, retries included "
+                        "(default 900)")
 
 
 def add_github_options(p: argparse.ArgumentParser) -> None:
@@ -313,7 +339,7 @@ def plan_options(args: argparse.Namespace) -> PlanOptions:
     return PlanOptions(repo=args.repo, group=args.group, as_of=args.as_of,
                        index_url=args.index_url, min_release_age=args.min_release_age,
                        cache_dir=args.cache_dir, no_cache=args.no_cache, timeout=args.timeout,
-                       retries=args.retries)
+                       retries=args.retries, deadline=args.deadline)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

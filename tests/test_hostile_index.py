@@ -302,3 +302,66 @@ def test_index_credentials_reach_the_index_and_nothing_else(
         if path.is_file() and "objects" not in path.parts:
             secret_free(str(path), path.read_bytes())
     assert any("Authorization" in h for _m, _p, h in index.requests)
+
+
+# -- item 11: deadlines ----------------------------------------------------------------------
+def pinbump(argv: list[str], limit: float = 20.0) -> tuple[int, str, str, float]:
+    """The real CLI in its own process (a hang cannot take the test run with it)."""
+    import subprocess
+    import sys
+    import time
+
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "bot", *argv], capture_output=True,
+                          text=True, timeout=limit)
+    return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
+
+
+@pytest.mark.parametrize("what", ["page", "metadata"])
+def test_a_slow_drip_server_is_cut_off_at_the_timeout(
+        index: HostileIndex, tmp_path: Path, what: str) -> None:
+    wheels = tmp_path / "wheels"
+    index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", v, files=V1)
+                                for v in ("1.0", "2.0")])
+    path = "/simple/kernelpkg/" if what == "page" else "/files/kernelpkg-2.0-py3-none-any.whl"
+    index.routes[path].drip = 1.0  # one byte a second, status line and headers included
+    repo = target(tmp_path / "repo")
+    code, _out, err, elapsed = pinbump(["plan", "--repo", str(repo), "--index-url", index.url,
+                                        "--no-cache", "--timeout", "2", "--retries", "0"])
+    assert elapsed < 8, elapsed
+    assert code == 2
+    one_line_error(err, "timed out after 1 attempt", "deadline of 2 s")
+
+
+def test_the_command_deadline_bounds_retries(index: HostileIndex, tmp_path: Path) -> None:
+    from servers import Route
+
+    index.routes["/simple/kernelpkg/"] = Route(b"busy", status=503,
+                                               headers={"Retry-After": "1"})
+    repo = target(tmp_path / "repo")
+    code, _out, err, elapsed = pinbump(["plan", "--repo", str(repo), "--index-url", index.url,
+                                        "--no-cache", "--retries", "20", "--deadline", "3"])
+    assert elapsed < 8, elapsed
+    assert code == 2
+    one_line_error(err, f"{index.url}/kernelpkg/", "HTTP 503", "--deadline of 3 s")
+
+
+def test_a_gzip_bomb_page_is_refused_with_bounded_memory(
+        index: HostileIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import zlib
+
+    from servers import Route
+
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)  # gzip: 512 MiB of spaces in 2.3 MB
+    chunk = b" " * (1 << 20)
+    body = b"".join(packer.compress(chunk) for _ in range(512)) + packer.flush()
+    assert len(body) < 3 << 20
+    index.routes["/simple/kernelpkg/"] = Route(
+        body, "application/vnd.pypi.simple.v1+json", headers={"Content-Encoding": "gzip"})
+    repo = target(tmp_path / "repo")
+    code, peak = peak_of(main, ["plan", "--repo", str(repo), "--index-url", index.url,
+                                "--no-cache"])
+    err = capsys.readouterr().err
+    assert peak < 192 << 20, f"peak {peak / 2**20:.0f} MiB"  # the page limit is 64 MiB
+    assert code == 2
+    one_line_error(err, f"{index.url}/kernelpkg/", "over 64 MiB")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import ssl
 import tempfile
 import threading
 import time
@@ -12,7 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
+from typing import Any
 
+import httpcore
 import httpx
 
 from bot import __version__
@@ -29,6 +33,7 @@ class Response:
     headers: Mapping[str, str]
     content: bytes
     from_cache: bool = False
+    reason: str = ""
 
 
 @dataclass
@@ -65,18 +70,104 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+MiB = 1 << 20
+PAGE_LIMIT = 64 * MiB  # a project page, a .metadata file, a HEAD answer
+WHEEL_LIMIT = 2048 * MiB  # a whole wheel, when the server ignores Range
+
+
+# -- deadlines: every read and write of a request stops at its deadline ----------------------
+_deadline = threading.local()  # .at: time.monotonic() by which this thread's request ends
+
+
+def _remaining(timeout: float | None) -> float:
+    at = getattr(_deadline, "at", None)
+    if at is None:
+        return timeout if timeout is not None else float("inf")
+    left = at - time.monotonic()
+    if left <= 0:
+        raise httpcore.ReadTimeout("the request's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every operation waits at most until the request's deadline:
+    a server that drips a byte a second cannot hold a request past it."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _remaining(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _remaining(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname,
+                                                     _remaining(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.connect_tcp(host, port, _remaining(timeout),
+                                                       local_address, socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None
+                            ) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.connect_unix_socket(path, _remaining(timeout),
+                                                               socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _with_deadlines(client: httpx.Client) -> None:
+    """Put the deadline backend under every connection pool of ``client`` (the direct one
+    and any proxy's). httpx has no public hook for this: fail loudly if that changes."""
+    transports = [client._transport, *client._mounts.values()]
+    for transport in transports:
+        if transport is None:  # a NO_PROXY pattern: served by client._transport
+            continue
+        pool = getattr(transport, "_pool", None)
+        if pool is None or not hasattr(pool, "_network_backend"):
+            raise RuntimeError("httpx changed: cannot enforce request deadlines")
+        pool._network_backend = _DeadlineBackend(pool._network_backend)
+
+
 class HttpClient:
-    """GET/HEAD/range requests with retries; pages revalidated with If-None-Match from disk."""
+    """GET/HEAD/range requests with retries; pages revalidated with If-None-Match from disk.
+
+    ``timeout`` is a deadline for each request, connecting and reading included (a server
+    that drips bytes cannot stretch it); ``deadline`` bounds everything the client does,
+    retries and their waits included, from the moment it is built.
+    """
 
     def __init__(self, cache_dir: Path | None = None, *, timeout: float = 20.0,
                  retries: int = 3, backoff: float = 0.25, max_retry_after: float = 10.0,
-                 credentials: Iterable[Credentials] = ()) -> None:
+                 credentials: Iterable[Credentials] = (), deadline: float | None = None
+                 ) -> None:
         self.cache_dir = cache_dir
         self._auth: dict[str, httpx.BasicAuth] = {}
         self.authorize(credentials)
+        self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.max_retry_after = max_retry_after
+        self.deadline = deadline
+        self._ends = None if deadline is None else time.monotonic() + deadline
         self.stats = Stats()
         self._client = httpx.Client(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
@@ -85,6 +176,7 @@ class HttpClient:
             limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
             trust_env=True,
         )
+        _with_deadlines(self._client)
 
     def authorize(self, credentials: Iterable[Credentials]) -> None:
         """Send these credentials with every request to their origin (and only there)."""
@@ -110,51 +202,88 @@ class HttpClient:
 
     # -- the door -------------------------------------------------------------------------
     def request(self, method: str, url: str, headers: Mapping[str, str] | None = None,
-                ok: tuple[int, ...] = (200,)) -> Response:
+                ok: tuple[int, ...] = (200,), max_bytes: int = PAGE_LIMIT) -> Response:
         """Send one request, retrying transport errors, 429 and 5xx a bounded number of times.
 
         Statuses in ``ok`` and 304/404/416 come back to the caller; anything else raises.
+        A body over ``max_bytes`` (after content decoding) is refused, never held whole.
         """
         url = self._public(url)
         auth = self._auth.get(origin(url))
         last = ""
         last_headers: Mapping[str, str] = {}
+        tries = 0
         for attempt in range(self.retries + 1):
             if attempt:
-                time.sleep(self._delay(attempt, last_headers))
+                wait = self._delay(attempt, last_headers)
+                if self._ends is not None and time.monotonic() + wait >= self._ends:
+                    break
+                time.sleep(wait)
                 last_headers = {}
+            if self._ends is not None and time.monotonic() >= self._ends:
+                break
+            tries += 1
             try:
-                resp = self._client.request(method, url, headers=dict(headers or {}),
-                                            auth=auth or httpx.USE_CLIENT_DEFAULT)
+                resp = self._send(method, url, headers, auth, max_bytes)
             except httpx.TimeoutException:
                 last = "timed out"
                 continue
             except httpx.TransportError as exc:
                 last = f"cannot connect ({type(exc).__name__}: {exc})"
                 continue
-            self.stats.add(len(resp.content), resp.status_code == 304)
-            if resp.status_code in RETRY_STATUSES:
-                last, last_headers = f"HTTP {resp.status_code}", resp.headers
+            except httpx.InvalidURL as exc:
+                raise IndexError_(f"{redact(url)}: not a valid URL ({exc})") from None
+            except (httpx.DecodingError, httpx.TooManyRedirects) as exc:
+                raise IndexError_(f"{redact(url)}: unusable answer ({exc})") from None
+            self.stats.add(len(resp.content), resp.status == 304)
+            if resp.status in RETRY_STATUSES:
+                last, last_headers = f"HTTP {resp.status}", resp.headers
                 continue
-            if resp.status_code in ok or resp.status_code in (304, 404, 416):
-                return Response(str(resp.url), resp.status_code, resp.headers, resp.content)
-            raise IndexError_(f"{redact(url)}: HTTP {resp.status_code} "
-                              f"{resp.reason_phrase}".rstrip())
-        tries = self.retries + 1
-        raise IndexError_(f"{redact(url)}: {last} after {tries} attempt{'s' * (tries > 1)}; "
-                          "check the index URL and your network, or retry later")
+            if resp.status in ok or resp.status in (304, 404, 416):
+                return resp
+            raise IndexError_(f"{redact(url)}: HTTP {resp.status} {resp.reason}".rstrip())
+        attempts = f"after {tries} attempt{'s' * (tries != 1)}"
+        if tries < self.retries + 1 or (self._ends is not None
+                                        and time.monotonic() >= self._ends):
+            raise IndexError_(f"{redact(url)}: {last or 'not tried'} {attempts}; stopped at "
+                              f"the --deadline of {self.deadline:g} s for the whole command")
+        per_request = f" (a deadline of {self.timeout:g} s per request)" \
+            if last == "timed out" else ""
+        raise IndexError_(f"{redact(url)}: {last} {attempts}{per_request}; check the index "
+                          "URL and your network, or retry later")
+
+    def _send(self, method: str, url: str, headers: Mapping[str, str] | None,
+              auth: httpx.BasicAuth | None, max_bytes: int) -> Response:
+        """One attempt, ended by ``timeout`` (or the command's deadline, when sooner)."""
+        at = time.monotonic() + self.timeout
+        _deadline.at = at if self._ends is None else min(at, self._ends)
+        try:
+            with self._client.stream(method, url, headers=dict(headers or {}),
+                                     auth=auth or httpx.USE_CLIENT_DEFAULT) as resp:
+                body = bytearray()
+                for chunk in resp.iter_bytes():
+                    body += chunk
+                    if len(body) > max_bytes:
+                        raise IndexError_(f"{redact(url)}: the answer is over "
+                                          f"{max_bytes // MiB} MiB; refusing to read more")
+                return Response(str(resp.url), resp.status_code, resp.headers, bytes(body),
+                                reason=resp.reason_phrase)
+        finally:
+            _deadline.at = None
 
     def _delay(self, attempt: int, headers: Mapping[str, str]) -> float:
+        """Retry-After when it is a sane number of seconds or a date, else backoff."""
         retry_after = headers.get("retry-after") if headers else None
         if retry_after:
             try:
-                return min(float(retry_after), self.max_retry_after)
+                seconds = float(retry_after)
             except ValueError:
                 try:
-                    wait = parsedate_to_datetime(retry_after).timestamp() - time.time()
-                    return max(0.0, min(wait, self.max_retry_after))
-                except (TypeError, ValueError):
-                    pass
+                    seconds = parsedate_to_datetime(retry_after).timestamp() - time.time()
+                except (TypeError, ValueError, IndexError, OverflowError):
+                    seconds = math.nan
+            if math.isfinite(seconds):
+                return max(0.0, min(seconds, self.max_retry_after))
         return float(self.backoff * (2 ** (attempt - 1)))
 
     # -- cached pages ---------------------------------------------------------------------

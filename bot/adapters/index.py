@@ -24,7 +24,7 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 
-from bot.adapters.http import HttpClient, atomic_write_bytes
+from bot.adapters.http import WHEEL_LIMIT, HttpClient, atomic_write_bytes
 from bot.adapters.lazywheel import (
     METADATA_LIMITS,
     Limits,
@@ -254,7 +254,8 @@ class SimpleIndex:
         wheel, its sha256 checked ("download"). Every member name is checked first."""
 
         def fetch(range_header: str) -> tuple[int, bytes, str]:
-            r = self.http.request("GET", file.url, {"Range": range_header}, ok=(200, 206))
+            r = self.http.request("GET", file.url, {"Range": range_header}, ok=(200, 206),
+                                  max_bytes=WHEEL_LIMIT)
             return r.status, r.content, r.headers.get("content-range", "")
 
         try:
@@ -266,7 +267,7 @@ class SimpleIndex:
         except WheelError:
             raise  # what the wheel holds is the problem: another way of reading it is no cure
         except MetadataError:  # the server's range answers were unusable: download instead
-            resp = self.http.request("GET", file.url)
+            resp = self.http.request("GET", file.url, max_bytes=WHEEL_LIMIT)
             if resp.status != 200:
                 raise MetadataError(f"{redact(file.url)}: HTTP {resp.status}; wheel missing") \
                     from None

@@ -31,6 +31,7 @@ class PlanOptions:
     no_cache: bool = False
     timeout: float = 20.0
     retries: int = 3
+    deadline: float | None = None  # seconds for all of the command's index traffic
 
     @property
     def cache(self) -> Path | None:
@@ -86,7 +87,7 @@ def open_services(opts: PlanOptions, *, out: IO[str] | None = None,
     """Open the index client (closed on the way out) and the rest of the services."""
     with ExitStack() as stack:
         http = stack.enter_context(HttpClient(opts.cache, timeout=opts.timeout,
-                                              retries=opts.retries))
+                                              retries=opts.retries, deadline=opts.deadline))
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pinbump-")))
         yield Services(http=http, index=SimpleIndex(http, opts.cache), cache=opts.cache,
                        scratch=scratch, clock=clock or _utcnow, out=out or sys.stderr,
