@@ -127,11 +127,32 @@ def _github_commands(sub: Any) -> None:
     add_github_options(pr_gate)
     pr_gate.add_argument("--pr", type=int, required=True, help="pull request number")
     pr_gate.add_argument("--repo", type=Path, default=Path("."),
-                         help="target checkout, for its pinbump config (default: .)")
+                         help="a git checkout of the target; the policy is read from its "
+                              "remote's base branch, never from what is checked out "
+                              "(default: .)")
     pr_gate.add_argument("--reports", type=Path, metavar="DIR",
                          help="downloaded gpu-gate-<job> artifacts; their summaries go into "
                               "the failure comment")
     pr_gate.set_defaults(handler=cmd_gate)
+
+    for name, text in (("verify-pr", "refuse a PR and SHA the GPU gate must not test"),
+                       ("report-gpu", "set the GPU jobs' commit statuses from their "
+                                      "gate.json artifacts")):
+        cmd = sub.add_parser(name, help=text)
+        add_github_options(cmd)
+        cmd.add_argument("--pr", type=int, required=True, help="pull request number")
+        cmd.add_argument("--sha", required=True, help="the commit the GPU jobs test")
+        cmd.add_argument("--repo", type=Path, default=Path("."),
+                         help="a git checkout of the target (the policy is read from the "
+                              "remote's base branch)")
+        cmd.add_argument("--allow-label", metavar="LABEL",
+                         help="also admit a same-repository PR carrying this label "
+                              "(pull-request events; never merged)")
+        if name == "report-gpu":
+            cmd.add_argument("--reports", type=Path, required=True, metavar="DIR",
+                             help="the downloaded gpu-gate-<job> artifacts")
+            cmd.add_argument("--target-url", default="", help="link of each status")
+        cmd.set_defaults(handler=cmd_gpu_report)
 
 
 def _tool_commands(sub: Any) -> None:
@@ -223,6 +244,9 @@ def add_github_options(p: argparse.ArgumentParser) -> None:
                    help="GitHub REST API URL (GitHub Enterprise: https://HOST/api/v3)")
     p.add_argument("--write-interval", type=float, default=1.0, metavar="SECONDS",
                    help="pause between GitHub writes (default 1, as GitHub asks)")
+    p.add_argument("--budget", type=_seconds, metavar="SECONDS",
+                   help="time this command may take (the job's budget): a rate-limit wait "
+                        "beyond it is an error, not a sleep (default: waits up to 15 min)")
 
 
 def _github_options(args: argparse.Namespace) -> GitHubOptions:
@@ -231,7 +255,17 @@ def _github_options(args: argparse.Namespace) -> GitHubOptions:
     if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", args.github_repo):
         raise InputError(f"--github-repo {args.github_repo!r}: expected OWNER/NAME")
     return GitHubOptions(repo=args.github_repo, token_env=args.token_env, api_url=args.api_url,
-                         write_interval=args.write_interval)
+                         write_interval=args.write_interval, budget=args.budget)
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not 0 < seconds < 1e7:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected a positive number of seconds")
+    return seconds
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -253,13 +287,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from bot.commands.context import load_workspace
     from bot.commands.pr import run_pr_gate
 
-    gh_opts = _github_options(args)
-    policy = load_workspace(args.repo).policy
-    return run_pr_gate(gh_opts, args.pr, policy, out=sys.stderr,
+    return run_pr_gate(_github_options(args), args.pr, args.repo, out=sys.stderr,
                        reports=args.reports).exit_code
+
+
+def cmd_gpu_report(args: argparse.Namespace) -> int:
+    from bot.commands.gpu_report import GateTarget, run_report, run_verify
+
+    if not re.fullmatch(r"[0-9a-f]{40}", args.sha):
+        raise InputError(f"--sha {args.sha[:60]!r}: expected a full 40-hex commit SHA")
+    target = GateTarget(args.pr, args.sha, args.allow_label)
+    if args.command == "verify-pr":
+        return run_verify(_github_options(args), target, args.repo, out=sys.stderr)
+    run_report(_github_options(args), target, args.repo, args.reports,
+               target_url=args.target_url, out=sys.stderr)
+    return 0
 
 
 def cmd_pins(args: argparse.Namespace) -> int:

@@ -109,8 +109,9 @@ class World:
         git(self.checkout, "checkout", "--quiet", "-b", branch)
         (self.checkout / "BUMP.md").write_text(f"{branch}\n")
         git(self.checkout, "add", "-A")
-        git(self.checkout, "-c", "user.name=dev", "-c", "user.email=d@x.invalid", "commit",
-            "--quiet", "-m", "bump")
+        git(self.checkout, "-c", "user.name=pinbump[bot]", "-c",  # the bot's git identity
+            "user.email=pinbump-bot@users.noreply.github.com", "commit", "--quiet", "-m",
+            "bump")
         git(self.checkout, "push", "--quiet", "origin", f"HEAD:{branch}")
         git(self.checkout, "checkout", "--quiet", "main")
         r = requests.post(f"{self.emu.url}/repos/acme/serving/pulls",
@@ -400,3 +401,213 @@ def test_the_bump_is_made_against_the_remote_base(world: World,
     assert world.run("--dry-run") == 0
     assert git_dir_state(world.checkout) == before
     assert "pinbump" not in git(world.checkout, "for-each-ref")
+
+
+# -- who the gate merges, and from which policy (issue 11, items 2, 3 and 14) -------------
+HUMAN = "ghp_human_token_fedcba9876543210"
+
+
+def api(world: World, method: str, path: str, token: str = TOKEN, **body: object) -> dict:
+    import requests
+
+    r = requests.request(method, f"{world.emu.url}/repos/acme/serving{path}", json=body or None,
+                         headers={"Authorization": f"token {token}"}, timeout=10)
+    assert r.status_code < 300, (r.status_code, r.text)
+    return r.json() if r.text else {}
+
+
+def push_branch(world: World, branch: str, name: str, email: str, start: str = "main",
+                files: dict[str, str] | None = None) -> str:
+    git(world.checkout, "fetch", "--quiet", "origin", start)
+    git(world.checkout, "checkout", "--quiet", "--detach", "FETCH_HEAD")
+    for rel, text in (files or {"NOTE.md": f"{branch}\n"}).items():
+        (world.checkout / rel).write_text(text)
+    git(world.checkout, "add", "-A")
+    git(world.checkout, "-c", f"user.name={name}", "-c", f"user.email={email}", "commit",
+        "--quiet", "-m", f"change on {branch}")
+    git(world.checkout, "push", "--quiet", "origin", f"HEAD:refs/heads/{branch}")
+    return git(world.checkout, "rev-parse", "HEAD")
+
+
+def all_green(world: World, sha: str) -> None:
+    for context in REQUIRED:
+        world.status(sha, context, "success")
+
+
+def test_gate_never_merges_a_human_pr_labelled_gpu_gate(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    world.emu.add_account(HUMAN, "mallory", emails=("mallory@example.invalid",))
+    sha = push_branch(world, "feature", "Mallory", "mallory@example.invalid")
+    pr = api(world, "POST", "/pulls", HUMAN, title="tweak", head="feature", base="main")
+    api(world, "POST", f"/issues/{pr['number']}/labels", labels=["gpu-gate"])
+    all_green(world, sha)
+    assert world.gate(pr["number"]) == 0
+    err = capsys.readouterr().err
+    assert "is not a bot PR" in err and "opened by 'mallory'" in err
+    assert "'feature' is not a pinbump/* branch" in err
+    assert world.emu.state.merges == []
+
+
+def test_gate_never_merges_a_bot_branch_someone_else_opened(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """The branch name and the git identity can be forged; the PR's author cannot."""
+    world.emu.add_account(HUMAN, "mallory")
+    sha = push_branch(world, "pinbump/flashinfer-9.9", "pinbump[bot]",
+                      "pinbump-bot@users.noreply.github.com")
+    pr = api(world, "POST", "/pulls", HUMAN, title="Bump", head="pinbump/flashinfer-9.9",
+             base="main")
+    all_green(world, sha)
+    assert world.gate(pr["number"]) == 0
+    assert "opened by 'mallory', not by the bot ('pinbump-bot')" in capsys.readouterr().err
+    assert world.emu.state.merges == []
+
+
+def test_gate_never_merges_a_bot_pr_with_a_hand_commit(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    result = last_json(capsys.readouterr().out)
+    sha = push_branch(world, result["branch"], "Dev", "dev@example.invalid",
+                      start=result["branch"])
+    all_green(world, sha)
+    assert world.gate(result["pr"]) == 0
+    assert "1 commit(s) not made by the bot" in capsys.readouterr().err
+    assert world.emu.state.merges == []
+
+
+def test_gate_policy_comes_from_the_base_branch_not_the_pr(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bot-looking commit that empties [runner-labels] on the PR, with the PR checked out
+    (as a pull-request workflow has it): the gate still requires the base's statuses."""
+    assert world.run() == 0
+    result = last_json(capsys.readouterr().out)
+    push_branch(world, result["branch"], "pinbump[bot]",
+                "pinbump-bot@users.noreply.github.com", start=result["branch"],
+                files={"pinbump.toml": "[runner-labels]\n"})
+    assert world.gate(result["pr"]) == 0  # the checkout holds the PR's pinbump.toml
+    err = capsys.readouterr().err
+    assert "pending on" in err and "pinbump/gpu-gate/sm90" in err
+    assert world.emu.state.merges == []
+
+
+def test_an_empty_required_set_on_the_base_is_an_error(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    result = last_json(capsys.readouterr().out)
+    push_branch(world, "main", "dev", "dev@example.invalid",
+                files={"pinbump.toml": "[runner-labels]\n"})
+    assert world.gate(result["pr"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pinbump: error: pinbump.toml: no required checks") and \
+        err.count("\n") == 1
+    assert world.emu.state.merges == []
+
+
+def test_rerun_dispatches_the_gate_a_failed_run_left_out(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    world.emu.inject(r"^GET .*/actions/workflows/", 403,  # dies after opening the PR
+                     body={"message": "Resource not accessible by integration"})
+    assert world.run() == 2
+    assert "GitHub reading workflow pinbump-gpu-gate.yml failed" in capsys.readouterr().err
+    [pr] = [n for n, i in world.emu.state.items.items() if i["pr"]]
+    assert world.emu.state.dispatches == []
+    assert world.run() == 0
+    again = last_json(capsys.readouterr().out)
+    assert again["pr"] == pr and again["dispatched"]
+    head = world.emu.head_sha(again["branch"])
+    assert world.emu.state.dispatches == [{"workflow": "pinbump-gpu-gate.yml", "ref": "main",
+                                           "inputs": {"pr": str(pr), "sha": head}}]
+    queued = {(s["sha"], s["context"], s["obj"]["state"]) for s in world.emu.state.statuses}
+    assert queued == {(head, c, "pending") for c in REQUIRED}
+    assert world.run() == 0  # converged: nothing is missing any more
+    assert not last_json(capsys.readouterr().out)["dispatched"]
+    assert len(world.emu.state.dispatches) == 1
+
+
+def test_the_token_goes_only_to_https_or_loopback(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gate", "--github-repo", "acme/serving", "--api-url",
+                 "http://api.example.com", "--pr", "1", "--repo", str(world.checkout)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pinbump: error: --api-url 'http://api.example.com': the token is "
+                          "sent only to an https:// API URL") and err.count("\n") == 1
+    assert world.emu.log == []
+
+
+def test_a_rate_limit_wait_beyond_the_budget_is_an_error(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    world.emu.inject(r"^GET /repos/acme/serving/pulls$", 403, reset_in=120,
+                     body={"message": "API rate limit exceeded for installation.",
+                           "documentation_url": "https://docs.github.com/rest"})
+    start = time.monotonic()
+    assert world.run("--budget", "30") == 2
+    assert time.monotonic() - start < 30
+    err = capsys.readouterr().err
+    assert "rate limited for 12" in err and "beyond the command's time budget" in err
+    assert err.count("pinbump: error:") == 1
+
+
+def test_a_request_error_while_reading_labels_is_one_line(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    world.emu.inject(r"^GET .*/labels/", 0, times=20)  # status 0: drop the connection
+    assert world.run() == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith("pinbump: error: GitHub reading label "
+                                           "'dependencies' failed: ConnectionError")
+    assert "Traceback" not in err
+
+
+
+def gpu_cmd(world: World, command: str, pr: int, sha: str, *extra: str) -> int:
+    return main([command, "--github-repo", "acme/serving", "--api-url", world.emu.url,
+                 "--write-interval", "0", "--pr", str(pr), "--sha", sha, "--repo",
+                 str(world.checkout), *extra])
+
+
+def test_a_dispatch_naming_another_sha_is_refused(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    result = last_json(capsys.readouterr().out)
+    assert gpu_cmd(world, "verify-pr", result["pr"], result["head_sha"]) == 0
+    base = git(world.bare, "rev-parse", "main")
+    assert gpu_cmd(world, "verify-pr", result["pr"], base) == 2
+    err = capsys.readouterr().err
+    assert f"refusing to gate '{base}'" in err and "is not the head of" in err
+    statuses = len(world.emu.state.statuses)
+    reports = world.checkout.parent / "reports"
+    assert gpu_cmd(world, "report-gpu", result["pr"], base, "--reports", str(reports)) == 2
+    assert len(world.emu.state.statuses) == statuses  # nothing reported on a refused SHA
+
+
+def test_a_dispatch_for_a_human_pr_is_refused_unless_labelled_on_a_pull_request_event(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    world.emu.add_account(HUMAN, "mallory")
+    sha = push_branch(world, "feature", "Mallory", "mallory@example.invalid")
+    pr = api(world, "POST", "/pulls", HUMAN, title="tweak", head="feature", base="main")
+    assert gpu_cmd(world, "verify-pr", pr["number"], sha) == 2
+    assert "is not a bot PR" in capsys.readouterr().err
+    assert gpu_cmd(world, "verify-pr", pr["number"], sha, "--allow-label", "gpu-gate") == 2
+    api(world, "POST", f"/issues/{pr['number']}/labels", labels=["gpu-gate"])
+    assert gpu_cmd(world, "verify-pr", pr["number"], sha, "--allow-label", "gpu-gate") == 0
+
+
+def test_statuses_come_from_the_artifacts_read_as_data(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    result = last_json(capsys.readouterr().out)
+    reports = world.checkout.parent / "reports"
+    (reports / "gpu-gate-sm90").mkdir(parents=True)
+    (reports / "gpu-gate-sm90" / "gate.json").write_text('{"passed": true}')
+    (reports / "gpu-gate-multi-gpu").mkdir()
+    (reports / "gpu-gate-multi-gpu" / "gate.json").write_text('{"passed": "@everyone"}')
+    (reports / "gpu-gate-extra").mkdir()  # a job the base policy does not have: ignored
+    (reports / "gpu-gate-extra" / "gate.json").write_text('{"passed": true}')
+    assert gpu_cmd(world, "report-gpu", result["pr"], result["head_sha"], "--reports",
+                   str(reports), "--target-url", "https://ci.example.invalid/run/5") == 0
+    final = {s["context"]: (s["obj"]["state"], s["obj"]["description"])
+             for s in world.emu.state.statuses if s["obj"]["state"] != "pending"}
+    assert final == {"pinbump/gpu-gate/sm90": ("success", "gpu_tests passed"),
+                     "pinbump/gpu-gate/multi-gpu": (
+                         "failure", "unreadable result: gate.json has no boolean 'passed'")}
+    assert world.gate(result["pr"]) == 1

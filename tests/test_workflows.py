@@ -60,13 +60,22 @@ def test_actionlint_reports_nothing(installed: list[Path]) -> None:
     assert shutil.which("shellcheck", path=env["PATH"]), "shellcheck checks the run: scripts"
 
 
-def test_zizmor_reports_nothing_at_medium_or_above(installed: list[Path]) -> None:
+@pytest.mark.parametrize("persona", ["regular", "auditor"])
+def test_zizmor_reports_nothing_at_medium_or_above(installed: list[Path], persona: str) -> None:
     files = [str(p) for p in (*SHIPPED, *OWN, *installed)]
-    proc = subprocess.run([tool("zizmor"), "--offline", "--min-severity", "medium",
-                           "--format", "plain", *files], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([tool("zizmor"), "--offline", "--persona", persona,
+                           "--min-severity", "medium", "--format", "plain", *files],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "No findings to report" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("path", [*SHIPPED, *OWN], ids=lambda p: p.name)
+def test_every_zizmor_ignore_is_explained(path: Path) -> None:
+    for line in path.read_text().splitlines():
+        m = re.search(r"zizmor: ignore\[[a-z-]+\](.*)", line)
+        if m:
+            assert len(m.group(1).split()) >= 5, f"{path.name}: unexplained ignore: {line}"
 
 
 @pytest.mark.parametrize("path", [*SHIPPED, *OWN], ids=lambda p: p.name)
@@ -102,6 +111,8 @@ def _invocations(doc: dict) -> list[list[str]]:
     for job in doc["jobs"].values():
         for step in job.get("steps", []):
             script = re.sub(r"\\\n\s*", " ", str(step.get("run", "")))
+            script = script.replace('"$RUNNER_TEMP/venv/bin/pinbump" ', "pinbump ")
+            script = script.replace(' "${allow[@]}"', "")
             for part in re.split(r"[\n;]|\$\(|&&|\|\|", script):
                 part = part.strip().rstrip(")")
                 if part.startswith("pinbump "):
@@ -136,21 +147,116 @@ def test_gate_inputs_match_what_pinbump_run_dispatches() -> None:
 
 def test_gpu_jobs_never_run_fork_code() -> None:
     gate = load(ROOT / "workflows" / "pinbump-gpu-gate.yml")
-    gpu = gate["jobs"]["gpu"]
-    condition = " ".join(gpu["if"].split())
+    verify = gate["jobs"]["verify"]
+    condition = " ".join(verify["if"].split())
     assert "github.event.pull_request.head.repo.full_name == github.repository" in condition
     assert "startsWith(github.event.pull_request.head.ref, 'pinbump/')" in condition
     assert "contains(github.event.pull_request.labels.*.name, 'gpu-gate')" in condition
-    assert gpu["permissions"] == {"contents": "read", "statuses": "write"}
+    gpu = gate["jobs"]["gpu"]
+    assert gpu["needs"] == "verify", "no GPU job starts before the PR and SHA are verified"
     assert "self-hosted" in gpu["strategy"]["matrix"]["include"][0]["labels"]
+    calls = [" ".join(c) for c in _invocations({"jobs": {"verify": verify}})]
+    assert any(c.startswith("verify-pr") and "--allow-label" not in c for c in calls), \
+        "a dispatch is verified as a bot PR, with no label admitting anything else"
+    dispatch = [s for s in verify["steps"] if "verify-pr" in str(s.get("run", ""))]
+    assert {s["if"] for s in dispatch} == {"github.event_name == 'workflow_dispatch'",
+                                           "github.event_name != 'workflow_dispatch'"}
+
+
+def _gpu_jobs(doc: dict) -> dict[str, dict]:
+    return {name: job for name, job in doc["jobs"].items()
+            if "self-hosted" in str(job.get("strategy", "")) + str(job.get("runs-on", ""))}
+
+
+@pytest.mark.parametrize("which", ["shipped", "installed"])
+def test_gpu_jobs_hold_no_token_that_can_write_statuses(installed: list[Path], which: str
+                                                       ) -> None:
+    path = ROOT / "workflows" / "pinbump-gpu-gate.yml" if which == "shipped" else installed[1]
+    doc = load(path)
+    gpu = _gpu_jobs(doc)
+    assert gpu, "the gate has GPU jobs"
+    for name, job in gpu.items():
+        assert set(job["permissions"].values()) == {"read"}, (name, job["permissions"])
+        text = yaml.safe_dump(job)
+        assert "secrets." not in text and "GITHUB_TOKEN" not in text, name
+    writers = {n for n, j in doc["jobs"].items() if j["permissions"].get("statuses") == "write"}
+    assert writers == {"report"}
+    report = doc["jobs"]["report"]
+    assert "self-hosted" not in str(report["runs-on"])
+    checkouts = [s["with"] for s in report["steps"] if "checkout" in s.get("uses", "")]
+    assert all("env.SHA" not in str(w.get("ref", "")) for w in checkouts), \
+        "the status writer never checks out the PR"
+
+
+_PY = re.compile(r"(?:^|[\s;(|&])(\S*python3?)\"?((?:\s+-\w+)*)")
+
+
+@pytest.mark.parametrize("which", ["shipped", "installed"])
+def test_no_tool_runs_from_the_pr_checkout(installed: list[Path], which: str) -> None:
+    """No step of the gate runs with the PR checkout as working directory or first on
+    sys.path: every script runs in runner.temp, Python with -I, pip only as `python -I -m
+    pip`, no relative path; every checkout goes to a folder of its own."""
+    path = ROOT / "workflows" / "pinbump-gpu-gate.yml" if which == "shipped" else installed[1]
+    doc = load(path)
+    for name, job in doc["jobs"].items():
+        for step in job["steps"]:
+            if "checkout" in step.get("uses", ""):
+                assert step["with"].get("path"), f"{name}: checkout into the workspace root"
+            script = step.get("run")
+            if script is None:
+                continue
+            assert step.get("working-directory") == "${{ runner.temp }}", (name, step["name"])
+            flat = re.sub(r"\\\n\s*", " ", script)
+            assert not re.search(r"(^|\s)\.{1,2}/", flat), (name, "relative path", flat)
+            bare = re.search(r"(^|[\s;(])pip3?\s", flat.replace("-I -m pip ", "-I -m PIP "))
+            assert not bare, (name, "pip other than `python -I -m pip`", flat)
+            for m in _PY.finditer(flat):
+                assert "-I" in m.group(2).split(), (name, "python without -I", m.group(0))
 
 
 def test_required_statuses_are_the_gpu_jobs() -> None:
     gate = load(ROOT / "workflows" / "pinbump-gpu-gate.yml")
     jobs = [row["job"] for row in gate["jobs"]["gpu"]["strategy"]["matrix"]["include"]]
     assert list(Policy().runner_labels) == jobs
-    assert gate["jobs"]["gpu"]["env"]["CONTEXT"] == "pinbump/gpu-gate/${{ matrix.job }}"
     assert Policy().checks_required == tuple(f"pinbump/gpu-gate/{j}" for j in jobs)
+    upload = [s for s in gate["jobs"]["gpu"]["steps"] if "upload-artifact" in s.get("uses", "")]
+    assert upload[0]["with"]["name"] == "gpu-gate-${{ matrix.job }}"  # what report-gpu reads
+
+
+@pytest.mark.parametrize("which", ["shipped", "installed"])
+def test_pinbump_is_installed_from_a_tag_or_a_full_sha(installed: list[Path], which: str
+                                                       ) -> None:
+    paths = SHIPPED if which == "shipped" else installed
+    for path in paths:
+        ref = load(path)["env"]["PINBUMP_REF"]
+        assert re.fullmatch(r"[0-9a-f]{40}|v\d+(\.\d+)+", ref), (path.name, ref)
+
+
+def test_install_refuses_a_branch_as_pinbump_ref(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["install-workflows", "--repo", str(tmp_path), "--runner-labels",
+                 "h100=gpu", "--pinbump-ref", "main"]) == 2
+    assert "--pinbump-ref 'main': give a release tag" in capsys.readouterr().err
+    assert not (tmp_path / ".github").exists()
+
+
+@pytest.mark.parametrize("link", [".github", ".github/workflows",
+                                  ".github/workflows/pinbump-bump.yml"])
+def test_install_never_writes_through_a_symlink(tmp_path: Path, link: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    repo.mkdir()
+    outside.mkdir()
+    (outside / "pinbump-bump.yml").write_text("theirs\n")
+    target = repo / link
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(outside / "pinbump-bump.yml" if link.endswith(".yml") else outside)
+    assert main(["install-workflows", "--repo", str(repo), "--runner-labels",
+                 "h100=gpu"]) == 2
+    err = capsys.readouterr().err
+    assert "is a symbolic link" in err and err.count("\n") == 1
+    assert sorted(p.name for p in outside.iterdir()) == ["pinbump-bump.yml"]
+    assert (outside / "pinbump-bump.yml").read_text() == "theirs\n"
 
 
 def test_install_writes_settings_and_is_idempotent(installed: list[Path],

@@ -18,10 +18,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from bot.core.botpr import BOT_GIT_EMAIL as BOT_EMAIL
+from bot.core.botpr import BOT_GIT_NAME as BOT_NAME
 from bot.errors import PinbumpError
-
-BOT_NAME = "pinbump[bot]"
-BOT_EMAIL = "pinbump-bot@users.noreply.github.com"
 
 
 class GitError(PinbumpError):
@@ -52,9 +51,11 @@ class Git:
         proc = subprocess.run(["git", *args], cwd=cwd or self.cwd, capture_output=True,
                               text=True, env={**self._env(), **(env or {})}, timeout=600)
         if check and proc.returncode != 0:
-            detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+            detail = " | ".join(line.strip() for line in
+                               (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+                               if line.strip())
             message = f"git {' '.join(args[:3])} failed ({proc.returncode}): " + (
-                detail[-1] if detail else "no output")
+                detail or "no output")
             if self._token:
                 message = message.replace(self._token, "***")
             raise GitError(message)

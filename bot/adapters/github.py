@@ -8,11 +8,15 @@ and scrubbed from every error message.
 
 from __future__ import annotations
 
+import ipaddress
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
+from bot.core.botpr import CommitAuthor
 from bot.core.models import Check, CheckState, IssueInfo, PullInfo
-from bot.errors import PinbumpError
+from bot.errors import InputError, PinbumpError
 
 DEFAULT_API = "https://api.github.com"
 
@@ -21,18 +25,74 @@ class GitHubError(PinbumpError):
     """A GitHub API call failed."""
 
 
+def check_api_url(url: str) -> str:
+    """The token goes only to an https API, or to plain http on loopback (the tests)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.scheme == "https" and host:
+        return url
+    if parts.scheme == "http" and host:
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if loopback:
+            return url
+    raise InputError(f"--api-url {url!r}: the token is sent only to an https:// API URL "
+                     "(or http:// on loopback for tests)")
+
+
+def _budget_retry(deadline: float | None, **kwargs: Any) -> Any:
+    """PyGithub's GithubRetry, with every rate-limit wait bounded by what is left of the
+    command's time budget: a wait beyond it is an error, not a sleep."""
+    from github import GithubRetry
+    from github.GithubException import RateLimitExceededExceedsMaxWait
+
+    class BudgetRetry(GithubRetry):
+        def __init__(self, deadline: float | None = None, **kw: Any) -> None:
+            self.deadline = deadline
+            super().__init__(**kw)
+
+        def new(self, **kw: Any) -> Any:
+            kw["deadline"] = self.deadline
+            return super().new(**kw)
+
+        def increment(self, method: Any = None, url: Any = None, response: Any = None,
+                      error: Any = None, _pool: Any = None, _stacktrace: Any = None) -> Any:
+            if self.deadline is not None:
+                left = max(self.deadline - time.monotonic(), 0.0)
+                self.max_rate_limit_wait = left
+                after = response.headers.get("Retry-After") if response is not None else None
+                if after is not None:
+                    try:
+                        wait = float(after)
+                    except ValueError:
+                        wait = float("inf")
+                    if not wait <= left:
+                        raise RateLimitExceededExceedsMaxWait(
+                            response.status, {"message": "rate limited"}, response.headers,
+                            wait=wait)
+            return super().increment(method, url, response, error, _pool, _stacktrace)
+
+    return BudgetRetry(deadline=deadline, **kwargs)
+
+
 class GitHub:
     def __init__(self, repo: str, token: str, *, base_url: str = DEFAULT_API,
                  timeout: int = 15, retries: int = 5, secondary_wait: float = 60.0,
-                 max_rate_limit_wait: float = 900.0, write_interval: float = 1.0) -> None:
+                 max_rate_limit_wait: float = 900.0, write_interval: float = 1.0,
+                 budget: float | None = None) -> None:
         """``write_interval``: seconds between writes (GitHub asks integrations for at least
-        one second to stay clear of secondary rate limits); reads are paced at a quarter."""
-        from github import Auth, Github, GithubRetry
+        one second to stay clear of secondary rate limits); reads are paced at a quarter.
+        ``budget``: seconds this command may still take; no rate-limit wait goes beyond it."""
+        from github import Auth, Github
 
+        check_api_url(base_url)
         self._token = token
         self._repo_name = repo
-        retry = GithubRetry(total=retries, secondary_rate_wait=secondary_wait,
-                            max_rate_limit_wait=max_rate_limit_wait, backoff_factor=0.5)
+        deadline = None if budget is None else time.monotonic() + budget
+        retry = _budget_retry(deadline, total=retries, secondary_rate_wait=secondary_wait,
+                              max_rate_limit_wait=max_rate_limit_wait, backoff_factor=0.5)
         self._gh = Github(base_url=base_url, auth=Auth.Token(token), timeout=timeout,
                           retry=retry, per_page=100, seconds_between_writes=write_interval,
                           seconds_between_requests=write_interval / 4)
@@ -45,13 +105,22 @@ class GitHub:
 
         try:
             return fn(*args, **kwargs)
-        except GithubException as exc:
+        except (GithubException, RequestException) as exc:
+            raise self._error(what, exc) from None
+
+    def _error(self, what: str, exc: Exception) -> GitHubError:
+        """One token-free, one-line error for any failed call."""
+        from github import GithubException
+        from github.GithubException import RateLimitExceededExceedsMaxWait
+
+        if isinstance(exc, RateLimitExceededExceedsMaxWait):
+            return GitHubError(f"GitHub {what} failed: rate limited for {exc.wait:.0f}s, "
+                               "beyond the command's time budget (--budget); nothing waited")
+        if isinstance(exc, GithubException):
             message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
-            raise GitHubError(self._scrub(f"GitHub {what} failed: HTTP {exc.status}: "
-                                          f"{message}")) from None
-        except RequestException as exc:
-            raise GitHubError(self._scrub(f"GitHub {what} failed: {type(exc).__name__}: "
-                                          f"{exc}")) from None
+            return GitHubError(self._scrub(f"GitHub {what} failed: HTTP {exc.status}: "
+                                           f"{message}"))
+        return GitHubError(self._scrub(f"GitHub {what} failed: {type(exc).__name__}: {exc}"))
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._token, "***") if self._token else text
@@ -65,10 +134,51 @@ class GitHub:
 
     @staticmethod
     def _pull(pr: Any) -> PullInfo:
+        raw = pr.raw_data
+        head_repo = (raw.get("head") or {}).get("repo") or {}
+        base_repo = (raw.get("base") or {}).get("repo") or {}
         return PullInfo(number=pr.number, head_ref=pr.head.ref, head_sha=pr.head.sha,
-                        title=pr.title, body=pr.body or "",
+                        base_ref=pr.base.ref, title=pr.title, body=pr.body or "",
                         state=pr.state, merged=bool(pr.merged_at),
-                        labels=tuple(label.name for label in pr.labels), url=pr.html_url)
+                        labels=tuple(label.name for label in pr.labels), url=pr.html_url,
+                        author=(raw.get("user") or {}).get("login") or "",
+                        head_repo=head_repo.get("full_name") or "",
+                        base_repo=base_repo.get("full_name") or "")
+
+    # -- who we are ------------------------------------------------------------------------
+    def identity(self) -> str:
+        """The login of the token's account: GET /user for a user token; an App's or the
+        workflow's installation token cannot read /user, so GraphQL's ``viewer`` then."""
+        from github import GithubException
+        from requests import RequestException
+
+        requester = self._gh.requester
+        try:
+            _, user = requester.requestJsonAndCheck("GET", "/user")
+            return str(user["login"])
+        except GithubException as exc:
+            if exc.status != 403:
+                raise self._error("reading the authenticated user", exc) from None
+        except RequestException as exc:
+            raise self._error("reading the authenticated user", exc) from None
+        _, data = self._call("reading the authenticated identity (GraphQL viewer)",
+                             requester.graphql_query, "query { viewer { login } }", {})
+        return str(data["data"]["viewer"]["login"])
+
+    def pull_commits(self, number: int) -> list[CommitAuthor]:
+        """Every commit of the PR (GitHub lists up to 250) with its git and linked identity."""
+        _, rows = self._call(f"listing the commits of #{number}",
+                             self._gh.requester.requestJsonAndCheck, "GET",
+                             f"/repos/{self._repo_name}/pulls/{number}/commits",
+                             {"per_page": 100})
+        out = []
+        for row in rows:
+            author = (row.get("commit") or {}).get("author") or {}
+            out.append(CommitAuthor(sha=row["sha"], name=author.get("name") or "",
+                                    email=author.get("email") or "",
+                                    login=(row.get("author") or {}).get("login"),
+                                    committer_login=(row.get("committer") or {}).get("login")))
+        return out
 
     # -- pull requests ---------------------------------------------------------------------
     def open_pulls(self, base: str, head_prefix: str) -> list[PullInfo]:
@@ -110,14 +220,14 @@ class GitHub:
 
     def ensure_labels(self, names: list[str]) -> None:
         from github import GithubException
+        from requests import RequestException
 
         for name in names:
             try:
                 self.repo.get_label(name)
-            except GithubException as exc:
-                if exc.status != 404:
-                    raise GitHubError(self._scrub(f"GitHub reading label {name!r} failed: "
-                                                  f"HTTP {exc.status}")) from None
+            except (GithubException, RequestException) as exc:
+                if not isinstance(exc, GithubException) or exc.status != 404:
+                    raise self._error(f"reading label {name!r}", exc) from None
                 self._call(f"creating label {name!r}", self.repo.create_label, name,
                            "0e8a16", "Managed by pinbump")
 

@@ -91,14 +91,40 @@ def render(text: str, settings: WorkflowSettings) -> str:
     return "".join(out)
 
 
+_PINNED_REF = re.compile(r"[0-9a-f]{40}|v?\d+(\.\d+)*([.+-]?[A-Za-z0-9]+)*")
+
+
+def check_ref(ref: str | None) -> None:
+    """pinbump itself is installed from a tag or a full commit SHA, never a moving branch."""
+    if ref is not None and not _PINNED_REF.fullmatch(ref):
+        raise InputError(f"--pinbump-ref {ref!r}: give a release tag (v0.1.0) or a full "
+                         "40-hex commit SHA; a branch such as main moves under the workflows")
+
+
+def _inside(repo: Path, rel: str) -> Path:
+    """repo/rel, refusing any link on the way: the workflows are never written through a
+    symlink, least of all one pointing out of the repository."""
+    path = repo
+    for part in Path(rel).parts:
+        path = path / part
+        if path.is_symlink():
+            raise InputError(f"{path}: is a symbolic link; install-workflows writes only "
+                             "inside the repository and never through a link")
+    root = repo.resolve()
+    if not path.resolve().is_relative_to(root):
+        raise InputError(f"{path}: resolves outside {root}")
+    return path
+
+
 def install(repo: Path, settings: WorkflowSettings, dry_run: bool = False
             ) -> Iterator[tuple[str, bool]]:
     """Write the rendered workflows into repo/.github/workflows; yields (path, changed)."""
     if not settings.runners:
         raise InputError("no GPU runner jobs: give --runner-labels JOB=LABELS or set "
                          "[tool.pinbump.runner-labels]")
+    check_ref(settings.ref)
     source = workflows_dir()
-    target = repo / ".github" / "workflows"
+    target = _inside(repo, ".github/workflows")
     new: dict[str, bytes] = {}
     originals: dict[str, bytes] = {}
     results = []
@@ -110,7 +136,7 @@ def install(repo: Path, settings: WorkflowSettings, dry_run: bool = False
                              f"({exc.strerror}); set PINBUMP_WORKFLOWS") from None
         rendered = render(text, settings)
         rel = f".github/workflows/{name}"
-        path = repo / rel
+        path = _inside(repo, rel)
         old = path.read_bytes() if path.exists() else None
         changed = old != rendered.encode()
         results.append((rel, changed))

@@ -14,12 +14,19 @@ from pathlib import Path
 from typing import IO
 
 from bot.adapters.git import Git, RecordingGit, remote_url, scratch_checkout, url_host
-from bot.adapters.github import DEFAULT_API, GitHub, GitHubPort, RecordingGitHub
+from bot.adapters.github import (
+    DEFAULT_API,
+    GitHub,
+    GitHubPort,
+    RecordingGitHub,
+    check_api_url,
+)
 from bot.commands.apply import apply
 from bot.commands.context import PlanOptions, Services, load_workspace, open_services
 from bot.commands.drift import drift
 from bot.commands.plan import plan as make_plan
-from bot.core.config import Policy
+from bot.core.botpr import bot_branch, not_bot_reasons
+from bot.core.config import STATUS_PREFIX, Policy
 from bot.core.decisions import (
     DashboardAction,
     GateAction,
@@ -30,6 +37,7 @@ from bot.core.decisions import (
     decide_gate,
     decide_pr,
     supersede_comment,
+    undispatched,
 )
 from bot.core.drift import DriftReport
 from bot.core.models import Plan, PullInfo
@@ -54,13 +62,15 @@ class GitHubOptions:
     token_env: str = "GITHUB_TOKEN"
     api_url: str = DEFAULT_API
     write_interval: float = 1.0
+    budget: float | None = None  # seconds the command may take: bounds rate-limit waits
 
     def client(self, token: str) -> GitHub:
         return GitHub(self.repo, token, base_url=self.api_url,
-                      write_interval=self.write_interval)
+                      write_interval=self.write_interval, budget=self.budget)
 
     def token(self, needed: bool = True) -> str | None:
         """The token from the environment; missing is an error before anything changes."""
+        check_api_url(self.api_url)  # before the token is read or sent anywhere
         token = os.environ.get(self.token_env, "").strip()
         if not token and needed:
             raise InputError(f"${self.token_env} is not set: pinbump needs a GitHub token "
@@ -132,7 +142,7 @@ def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
         open_prs = bot.github.open_pulls(opts.base, prefix)
         dashboard = _dashboard(bot, plan, open_prs[0] if open_prs else None, ws.policy)
         return RunResult(action="nothing", dashboard=None if bot.dry_run else dashboard)
-    branch = f"{prefix}{plan.lead_target}"
+    branch = bot_branch(ws.group.name, plan.lead_target)
     body = _body(ws, bot, plan)
     head_sha, pushed = _commit_and_push(bot, plan, opts, branch)
     result = RunResult(action="unchanged", branch=branch, head_sha=head_sha, pushed=pushed,
@@ -186,9 +196,11 @@ def _open_or_update(ws: Workspace, bot: BotServices, plan: Plan, opts: RunOption
     policy, github = ws.policy, bot.github
     title = pr_title(plan)
     pulls = github.open_pulls(opts.base, f"pinbump/{ws.group.name}-")
+    jobs = [f"{STATUS_PREFIX}/{job}" for job in policy.runner_labels]
+    missing = undispatched(jobs, github.checks(result.head_sha))
     decision = decide_pr(branch=result.branch, title=title, body=result.body, pulls=pulls,
                          pushed=result.pushed, labels=policy.labels,
-                         reviewers=policy.reviewers)
+                         reviewers=policy.reviewers, undispatched=missing)
     mine = decision.pr
     if mine is None:
         mine = github.create_pull(title=title, body=result.body, head=result.branch,
@@ -211,9 +223,15 @@ def _open_or_update(ws: Workspace, bot: BotServices, plan: Plan, opts: RunOption
         result.superseded.append(old.number)
         bot.say(f"closed #{old.number} ({old.head_ref}): superseded by #{mine.number}")
     if decision.dispatch:
+        # Dispatch first, then mark the jobs queued: a run that dies in between dispatches
+        # again next time (the gate's concurrency group keeps one), and a run that died
+        # before dispatching leaves nothing on the head SHA, so the next one dispatches.
         github.dispatch(policy.gate_workflow, opts.base,
                         dict(zip(GATE_INPUTS, (str(mine.number), result.head_sha),
                                  strict=True)))
+        for context in missing:
+            github.set_status(result.head_sha, context, "pending",
+                              description="queued: GPU gate dispatched by pinbump run")
         result.dispatched = True
         bot.say(f"dispatched {policy.gate_workflow} for #{mine.number} at "
                 f"{result.head_sha[:12]}")
@@ -264,15 +282,42 @@ def read_summaries(reports: Path | None) -> list[tuple[str, str]]:
             for path in sorted(reports.glob("*/summary.md"))]
 
 
-def run_pr_gate(gh_opts: GitHubOptions, number: int, policy: Policy, *, out: IO[str],
-                reports: Path | None = None) -> GateResult:
-    """The door of ``pinbump gate``."""
+def base_policy(checkout: Path, base: str, token: str | None, remote: str = "origin"
+                ) -> Policy:
+    """The policy of the base branch as the remote holds it, read from a scratch checkout of
+    ``<remote>/<base>``: never from what ``checkout`` has checked out (in a pull-request
+    workflow that is the PR's own tree). An empty set of required checks is an error."""
+    probe = Git(checkout)
+    if probe.run("rev-parse", "--is-inside-work-tree", check=False) != "true":
+        raise InputError(f"{checkout}: not a git checkout (the gate reads its policy from the "
+                         "base branch through git)")
+    url = remote_url(probe, remote)
+    with scratch_checkout(Git(checkout, token, host=url_host(url)), url, base) as scratch:
+        policy = load_workspace(scratch.cwd).policy
+    _ = policy.checks_required
+    return policy
+
+
+def bot_identity(github: GitHub, policy: Policy) -> str:
+    return policy.bot_login or github.identity()
+
+
+def run_pr_gate(gh_opts: GitHubOptions, number: int, checkout: Path, *, out: IO[str],
+                reports: Path | None = None, remote: str = "origin") -> GateResult:
+    """The door of ``pinbump gate``: the policy of the PR's base branch, the bot's identity
+    and the PR's commits, then the pure decision."""
     token = gh_opts.token() or ""
-    return gate(gh_opts.client(token), number, policy, out=out, reports=reports)
+    github = gh_opts.client(token)
+    pr = github.pull(number)
+    if pr.merged or pr.state != "open":
+        return gate(github, number, Policy(), out=out)
+    policy = base_policy(checkout, pr.base_ref, token, remote)
+    not_bot = not_bot_reasons(pr, github.pull_commits(number), bot_identity(github, policy))
+    return gate(github, number, policy, out=out, reports=reports, not_bot=not_bot)
 
 
 def gate(github: GitHubPort, number: int, policy: Policy, *, out: IO[str],
-         reports: Path | None = None) -> GateResult:
+         reports: Path | None = None, not_bot: list[str] | None = None) -> GateResult:
     def say(line: str) -> None:
         print(f"pinbump: {line}", file=out)
 
@@ -281,12 +326,17 @@ def gate(github: GitHubPort, number: int, policy: Policy, *, out: IO[str],
     checks = github.checks(pr.head_sha) if is_open else []
     failed = is_open and decide(policy.checks_required, checks).state == GateState.FAILURE
     comments = github.comments(number) if failed else []  # read only when they matter
-    verdict = decide_gate(pr, policy.checks_required, checks, comments)
+    verdict = decide_gate(pr, policy.checks_required, checks, comments, not_bot or ())
     decision = verdict.decision
     if verdict.action == GateAction.SKIP:
         say(f"#{number} is {verdict.state}: nothing to gate")
         return GateResult(verdict.state, pr.head_sha, 0)
     assert decision is not None
+    if verdict.action == GateAction.REPORT:
+        say(f"all required checks passed on {pr.head_sha[:12]}, but #{number} is not a bot "
+            f"PR ({'; '.join(not_bot or ())}): pinbump merges only its own PRs; review and "
+            "merge it by hand")
+        return GateResult(GateState.NOT_BOT, pr.head_sha, 0)
     if verdict.action == GateAction.MERGE:
         github.merge(number, pr.head_sha, policy.merge_method, f"{pr.title} (#{number})")
         say(f"all required checks passed on {pr.head_sha[:12]}: merged #{number} "

@@ -69,6 +69,7 @@ class Policy:
         default_factory=lambda: dict(DEFAULT_RUNNERS))
     required_checks: tuple[str, ...] | None = None  # default: one status per GPU job
     merge_method: str = "squash"
+    bot_login: str | None = None  # who opens the bot PRs; default: the token's identity
     source: str = "built-in defaults"
     credentials: tuple[Credentials, ...] = field(default=(), repr=False)  # of index URLs
 
@@ -95,14 +96,20 @@ class Policy:
 
     @property
     def checks_required(self) -> tuple[str, ...]:
-        if self.required_checks is not None:
-            return self.required_checks
-        return tuple(f"{STATUS_PREFIX}/{job}" for job in self.runner_labels)
+        """What the gate requires; never empty, whichever layer the policy came from."""
+        checks = self.required_checks if self.required_checks is not None else tuple(
+            f"{STATUS_PREFIX}/{job}" for job in self.runner_labels)
+        if not checks:
+            raise ConfigError(f"{self.source}: no required checks (runner-labels is empty "
+                              "and required-checks is not set): a gate that requires nothing "
+                              "would merge anything")
+        return checks
 
 
 KNOWN_KEYS = {"group", "groups", "index-url", "index", "min-release-age", "allow-prereleases",
               "known-bad", "cap", "python", "doc-patterns", "dockerfile-args", "reviewers",
-              "labels", "gate-workflow", "runner-labels", "required-checks", "merge-method"}
+              "labels", "gate-workflow", "runner-labels", "required-checks", "merge-method",
+              "bot-login"}
 GROUP_KEYS = {"lead", "lockstep", "companions"}
 
 
@@ -231,6 +238,9 @@ def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None)
     if "gate-workflow" in raw:
         updates["gate_workflow"] = _expect(where, f"{prefix}gate-workflow",
                                            raw["gate-workflow"], str, "a workflow file name")
+    if "bot-login" in raw:
+        updates["bot_login"] = _expect(where, f"{prefix}bot-login", raw["bot-login"], str,
+                                       "a GitHub login such as 'github-actions[bot]'")
     if "merge-method" in raw:
         method = _expect(where, f"{prefix}merge-method", raw["merge-method"], str,
                          "merge, squash or rebase")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bot.core.models import Check, CheckState, IssueInfo, PullInfo, Vocabulary
+from bot.errors import ConfigError
 
 
 class PrAction(Vocabulary):
@@ -28,8 +29,11 @@ class PrDecision:
 
 
 def decide_pr(*, branch: str, title: str, body: str, pulls: Sequence[PullInfo], pushed: bool,
-              labels: Sequence[str], reviewers: Sequence[str]) -> PrDecision:
-    """``pulls``: the open PRs of the group's bot branches; ``pushed``: a new commit went up."""
+              labels: Sequence[str], reviewers: Sequence[str],
+              undispatched: Sequence[str] = ()) -> PrDecision:
+    """``pulls``: the open PRs of the group's bot branches; ``pushed``: a new commit went up;
+    ``undispatched``: GPU jobs with no status at all on the head SHA (a run that died
+    before dispatching left them so: this run dispatches them)."""
     mine = next((p for p in pulls if p.head_ref == branch), None)
     older = tuple(p for p in pulls if p.head_ref != branch)
     if mine is None:
@@ -38,7 +42,15 @@ def decide_pr(*, branch: str, title: str, body: str, pulls: Sequence[PullInfo], 
     edit = mine.body != body or mine.title != title
     action = PrAction.UPDATE if edit or pushed else PrAction.KEEP
     missing = tuple(label for label in labels if label not in mine.labels)
-    return PrDecision(action, mine, edit, (), missing, older, dispatch=pushed)
+    return PrDecision(action, mine, edit, (), missing, older,
+                      dispatch=pushed or bool(undispatched))
+
+
+def undispatched(status_names: Sequence[str], checks: Sequence[Check]) -> list[str]:
+    """The GPU jobs' statuses the head SHA does not carry at all (``checks`` are of that SHA
+    only: results of older SHAs never count)."""
+    seen = {c.name for c in checks}
+    return [name for name in status_names if name not in seen]
 
 
 def supersede_comment(new_number: int, lead: str, target: str) -> str:
@@ -64,6 +76,7 @@ class GateState(Vocabulary):
     PENDING = "pending"
     MERGED = "merged"
     CLOSED = "closed"
+    NOT_BOT = "not-bot"  # green, but not the bot's own PR: reported, never merged
 
 
 @dataclass
@@ -76,6 +89,9 @@ class GateDecision:
 
 def decide(required: Sequence[str], checks: Sequence[Check]) -> GateDecision:
     """Required checks of one head SHA; the first entry per name is the latest."""
+    if not required:
+        raise ConfigError("no required checks: a gate that requires nothing would merge "
+                          "anything")
     decision = GateDecision(state=GateState.SUCCESS)
     for name in required:
         found = [c for c in checks if c.name == name]
@@ -103,6 +119,7 @@ class GateAction(Vocabulary):
     COMMENT = "comment"  # failed: comment (once per head SHA), leave open
     FAILED = "failed"  # failed and already commented on this SHA
     WAIT = "wait"
+    REPORT = "report"  # green, but not a bot PR: say why, never merge
 
 
 @dataclass(frozen=True)
@@ -113,12 +130,15 @@ class GatePlan:
 
 
 def decide_gate(pr: PullInfo, required: Sequence[str], checks: Sequence[Check],
-                comments: Sequence[str]) -> GatePlan:
-    """``checks`` of ``pr.head_sha`` only; ``comments`` on the PR so far."""
+                comments: Sequence[str], not_bot: Sequence[str] = ()) -> GatePlan:
+    """``checks`` of ``pr.head_sha`` only; ``comments`` on the PR so far; ``not_bot``: why
+    the PR is not the bot's own (bot.core.botpr.not_bot_reasons), empty when it is."""
     if pr.merged or pr.state != "open":
         return GatePlan(GateAction.SKIP, GateState.MERGED if pr.merged else GateState.CLOSED)
     decision = decide(required, checks)
     if decision.state == GateState.SUCCESS:
+        if not_bot:
+            return GatePlan(GateAction.REPORT, GateState.NOT_BOT, decision)
         return GatePlan(GateAction.MERGE, GateState.MERGED, decision)
     if decision.state == GateState.FAILURE:
         mark = failure_mark(pr.head_sha)

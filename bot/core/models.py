@@ -144,6 +144,10 @@ class PullInfo:
     merged: bool
     labels: tuple[str, ...]
     url: str
+    author: str = ""  # login of the account that opened it
+    head_repo: str = ""  # OWNER/NAME of the head branch's repository ("" when it is gone)
+    base_repo: str = ""
+    base_ref: str = ""
 
 
 @dataclass(frozen=True)

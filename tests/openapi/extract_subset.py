@@ -40,6 +40,14 @@ OPERATIONS = [
     ("get", "/repos/{owner}/{repo}/commits/{ref}/status"),
     ("post", "/repos/{owner}/{repo}/check-runs"),
     ("post", "/repos/{owner}/{repo}/statuses/{sha}"),
+    ("get", "/user"),
+    ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/commits"),
+    ("get", "/repos/{owner}/{repo}/collaborators/{username}/permission"),
+    ("get", "/repos/{owner}/{repo}/releases"),
+    ("put", "/repos/{owner}/{repo}/pulls/{pull_number}/update-branch"),
+    ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
+    ("get", "/repos/{owner}/{repo}/installation"),
+    ("post", "/app/installations/{installation_id}/access_tokens"),
 ]
 OUT = Path(__file__).with_name("github-subset.json")
 
