@@ -258,16 +258,6 @@ def _github_options(args: argparse.Namespace) -> GitHubOptions:
                          write_interval=args.write_interval, budget=args.budget)
 
 
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not 0 < seconds < 1e7:
-        raise argparse.ArgumentTypeError(f"{value!r}: expected a positive number of seconds")
-    return seconds
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from bot.commands.pr import run_bot
 
