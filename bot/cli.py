@@ -234,6 +234,11 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deadline", type=_seconds, default=900.0,
                    help="seconds for all of the command's index traffic, retries included "
                         "(default 900)")
+    p.add_argument("--channel", choices=("stable", "nightly"),
+                   help="plan against FlashInfer's nightly index (early-warning GPU runs; "
+                        "run opens no PR unless nightly-prs = true)")
+    p.add_argument("--strict", action="store_true", default=None,
+                   help="an index that cannot be read is an error (exit 2), not a report")
 
 
 def add_github_options(p: argparse.ArgumentParser) -> None:
@@ -373,7 +378,8 @@ def plan_options(args: argparse.Namespace) -> PlanOptions:
     return PlanOptions(repo=args.repo, group=args.group, as_of=args.as_of,
                        index_url=args.index_url, min_release_age=args.min_release_age,
                        cache_dir=args.cache_dir, no_cache=args.no_cache, timeout=args.timeout,
-                       retries=args.retries, deadline=args.deadline)
+                       retries=args.retries, deadline=args.deadline,
+                       channel=args.channel, strict=args.strict)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

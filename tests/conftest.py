@@ -35,3 +35,10 @@ def static(tmp_path: Path) -> Iterator[StaticIndex]:
 def _isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Never read or write the user's cache from a test."""
     monkeypatch.setenv("PINBUMP_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture(autouse=True)
+def _no_flashinfer_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Offline tests never reach https://flashinfer.ai: its indexes are off unless a test
+    serves an emulation of them (then it sets PINBUMP_FLASHINFER_WHL to that server)."""
+    monkeypatch.setenv("PINBUMP_FLASHINFER_WHL", "")

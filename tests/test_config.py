@@ -40,7 +40,7 @@ def test_full_config_is_read() -> None:
      "pinbump.toml: key 'min-release-age' must be a number of days, got '3'"),
     ({"min_release_age": 3}, "pinbump.toml", "pinbump.toml: unknown key 'min_release_age'"),
     ({"index": {"x": 1}}, "python/pyproject.toml",
-     "python/pyproject.toml: key 'tool.pinbump.index.x' must be a URL, got 1"),
+     "python/pyproject.toml: key 'tool.pinbump.index.x' must be a URL or an array of URLs, got 1"),
     ({"known-bad": {"flashinfer-python": {"zero": "bad"}}}, "pinbump.toml",
      "key 'known-bad.flashinfer-python.zero': 'zero' is not a valid version"),
     ({"groups": {"g": {"lockstep": []}}}, "pinbump.toml", "key 'groups.g.lead' is required"),

@@ -57,7 +57,7 @@ def test_lockstep_gap_prerelease_and_too_new(pypi: PypiServer, tmp_path: Path,
         cutlass=["4.4.2", "4.5.0"],
         uploaded={"0.6.13": now - timedelta(hours=30)},
     )
-    repo = write_target(tmp_path / "repo")
+    repo = write_target(tmp_path / "repo", config="advisories = false\n")  # 0.6.13 is bad
     code, doc, err = run_plan(capsys, repo, pypi.url)
     assert code == 0, err
     assert doc is not None
@@ -102,8 +102,8 @@ def test_known_bad_and_floor_raise_from_config(pypi: PypiServer, tmp_path: Path,
                          "0.6.10.post1": ["quack-kernels>=0.4.0"]},
                   cubins=["0.6.8.post1", "0.6.10", "0.6.10.post1"], cutlass=["4.4.2"],
                   quack=["0.3.0", "0.4.0", "0.5.0"])
-    repo = write_target(tmp_path / "repo", config=(
-        '[known-bad.flashinfer-python]\n'
+    repo = write_target(tmp_path / "repo", config=(  # the shipped advisory rejects 0.6.10
+        'advisories = false\n[known-bad.flashinfer-python]\n'
         '"0.6.10.post1" = "allreduce fusion hangs; fixed in 0.6.11"\n'))
     code, doc, err = run_plan(capsys, repo, pypi.url)
     assert code == 0, err
@@ -113,7 +113,8 @@ def test_known_bad_and_floor_raise_from_config(pypi: PypiServer, tmp_path: Path,
     assert changes["quack-kernels"]["specifier_before"] == ">=0.3.0"
     assert changes["quack-kernels"]["specifier_after"] == ">=0.4.0"
     assert {"package": "flashinfer-python", "version": "0.6.10.post1",
-            "reason": "known bad: allreduce fusion hangs; fixed in 0.6.11"} in doc["rejected"]
+            "reason": "known bad: allreduce fusion hangs; fixed in 0.6.11 (pinbump.toml)"} \
+        in doc["rejected"]
 
 
 def test_conflicting_constraints_exit_2_and_name_them(pypi: PypiServer, tmp_path: Path,
@@ -196,7 +197,8 @@ def test_jit_cache_on_its_own_index(pypi: PypiServer, tmp_path: Path,
         own.add("flashinfer-jit-cache", "0.6.11", tag="cp39-abi3-manylinux_2_28_x86_64",
                 uploaded=OLD)
         repo = write_target(tmp_path / "repo",
-                            config=f'[index]\nflashinfer-jit-cache = "{own.url}"\n')
+                            config=f'platforms = ["linux-x86_64"]\n'
+                                   f'[index]\nflashinfer-jit-cache = "{own.url}"\n')
         code, doc, err = run_plan(capsys, repo, pypi.url)
     assert code == 0, err
     assert doc is not None

@@ -12,9 +12,10 @@ from packaging.version import Version
 
 from bot.core.config import Policy, parse_config
 from bot.core.discovery import Target, parse_pyproject
+from bot.core.indexmodel import IndexRef
 from bot.core.models import DistFile
 from bot.core.resolve import make_plan
-from bot.errors import ResolutionError
+from bot.errors import ResolutionError, UnknownPackage
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
 OLD = NOW - timedelta(days=60)
@@ -37,6 +38,11 @@ class MemorySource:
     def _rel(self, package: str, version: Version) -> Rel:
         return next(r for r in self.packages[package] if Version(r.version) == version)
 
+    def releases_on(self, package: str, index: IndexRef) -> dict[Version, list[DistFile]]:
+        if package not in self.packages:
+            raise UnknownPackage(f"{package}: not found on {index.url} (HTTP 404)")
+        return self.releases(package)
+
     def releases(self, package: str) -> dict[Version, list[DistFile]]:
         out: dict[Version, list[DistFile]] = {}
         for r in self.packages.get(package, []):
@@ -46,7 +52,8 @@ class MemorySource:
             out.setdefault(Version(r.version), []).append(f)
         return out
 
-    def requires(self, package: str, version: Version) -> list[Requirement]:
+    def requires(self, package: str, version: Version, files: object = ()
+                 ) -> list[Requirement]:
         self.metadata_reads.append((package, str(version)))
         return [Requirement(x) for x in self._rel(package, version).requires]
 

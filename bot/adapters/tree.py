@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.core.discovery import SKIP_DIRS, Target, find_pins
+from bot.core.discovery import Target, file_kind, find_pins, skipped_dir
 from bot.core.workspace import TextFiles
 from bot.errors import InputError
 
@@ -24,6 +24,9 @@ class Tree:
     raw: dict[str, bytes]  # relative posix path -> bytes as read (walk order), text files only
     text: Mapping[str, str]  # the same, decoded when looked at (bytes are held once)
     undecodable: dict[str, str] = field(default_factory=dict)  # path -> why it is not text
+    # files that may hold a pin and were not read (symlinks, over the size cap, unreadable):
+    # never skipped silently, the plan and apply list them
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _why_not_text(data: bytes) -> str | None:
@@ -42,26 +45,37 @@ def read_tree(root: Path) -> Tree:
         raise InputError(f"{root}: not a directory (pass the target repository with --repo)")
     raw: dict[str, bytes] = {}
     undecodable: dict[str, str] = {}
+    skipped: list[tuple[str, str]] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if not skipped_dir(d))
         for name in sorted(filenames):
             path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
             try:
-                if path.is_symlink() or path.stat().st_size > MAX_BYTES:
+                if path.is_symlink():
+                    if file_kind(rel):
+                        skipped.append((rel, "a symbolic link (not followed)"))
+                    continue
+                size = path.stat().st_size
+                if size > MAX_BYTES:
+                    if file_kind(rel):
+                        skipped.append((rel, f"over {MAX_BYTES // 2**20} MB ({size} bytes)"))
                     continue
                 data = path.read_bytes()
-            except OSError:
+            except OSError as exc:
+                if file_kind(rel):
+                    skipped.append((rel, f"cannot read ({exc.strerror})"))
                 continue
-            rel = path.relative_to(root).as_posix()
             why = _why_not_text(data)
             if why is not None:
                 undecodable[rel] = why
                 continue
             raw[rel] = data
-    return Tree(root=root, raw=raw, text=TextFiles(raw), undecodable=undecodable)
+    return Tree(root=root, raw=raw, text=TextFiles(raw), undecodable=undecodable,
+                skipped=skipped)
 
 
 def discover(root: Path, names: set[str]) -> Target:
     """Read the tree under ``root`` and find the pins of ``names`` (one walk)."""
     tree = read_tree(root)
-    return find_pins(root, tree.text, names, tree.undecodable)
+    return find_pins(root, tree.text, names, tree.undecodable, skipped=tree.skipped)

@@ -32,6 +32,8 @@ class PlanOptions:
     timeout: float = 20.0
     retries: int = 3
     deadline: float | None = None  # seconds for all of the command's index traffic
+    channel: str | None = None  # "stable" (default) or "nightly"
+    strict: bool | None = None  # an unreachable index is an error (exit 2)
 
     @property
     def cache(self) -> Path | None:
@@ -41,13 +43,15 @@ class PlanOptions:
     def overrides(self) -> dict[str, object]:
         """The policy keys the flags override (None: not given)."""
         return {"group": self.group, "index_url": self.index_url,
-                "min_release_age_days": self.min_release_age}
+                "min_release_age_days": self.min_release_age, "channel": self.channel,
+                "strict": self.strict}
 
 
 def load_workspace(root: Path, overrides: dict[str, object] | None = None) -> Workspace:
     """Read the target once (one tree walk) and parse what it says (the config once)."""
     tree = read_tree(root)
-    return build_workspace(root, tree.raw, tree.text, tree.undecodable, overrides or {})
+    return build_workspace(root, tree.raw, tree.text, tree.undecodable, overrides or {},
+                           skipped=tree.skipped)
 
 
 def _quiet(_message: str) -> AbstractContextManager[object]:

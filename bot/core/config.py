@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -11,6 +12,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from bot.core.discovery import PyProject, load_toml
+from bot.core.indexmodel import CHANNELS, BuiltinData, parse_builtin
 from bot.core.urls import Credentials, index_url
 from bot.errors import ConfigError
 
@@ -23,6 +25,8 @@ DEFAULT_RUNNERS: dict[str, tuple[str, ...]] = {
 }
 STATUS_PREFIX = "pinbump/gpu-gate"  # commit status context of each GPU job: prefix/<job>
 MERGE_METHODS = ("merge", "squash", "rebase")
+PLATFORMS = ("linux-x86_64", "linux-aarch64")  # GB200/GB300 and DGX Spark are aarch64
+KNOWN_PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class Policy:
     groups: Mapping[str, Group] = field(default_factory=lambda: dict(BUILTIN_GROUPS))
     group: str = "flashinfer"
     index_url: str = DEFAULT_INDEX
-    package_index: Mapping[str, str] = field(default_factory=dict)
+    package_index: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     min_release_age_days: float = 3.0
     allow_prereleases: bool | frozenset[str] = False
     known_bad: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -70,11 +74,20 @@ class Policy:
     required_checks: tuple[str, ...] | None = None  # default: one status per GPU job
     merge_method: str = "squash"
     bot_login: str | None = None  # who opens the bot PRs; default: the token's identity
+    platforms: tuple[str, ...] = PLATFORMS
+    cuda_variants: tuple[str, ...] = ()  # default: the target's Dockerfiles, else built-in
+    files: tuple[str, ...] = ()  # more globs discovery reads
+    exclude: tuple[str, ...] = ()  # globs discovery skips
+    strict: bool = False  # an unreachable index is an error, not a report
+    channel: str = "stable"
+    nightly_prs: bool = False  # --channel nightly opens PRs only when this is set
+    advisories: Mapping[str, Mapping[str, tuple[str, str]]] = field(default_factory=dict)
     source: str = "built-in defaults"
     credentials: tuple[Credentials, ...] = field(default=(), repr=False)  # of index URLs
 
     def index_for(self, package: str) -> str:
-        return self.package_index.get(package, self.index_url)
+        configured = self.package_index.get(package)
+        return configured[0] if configured else self.index_url
 
     def has_own_index(self, package: str) -> bool:
         return package in self.package_index
@@ -85,9 +98,17 @@ class Policy:
         return package in self.allow_prereleases
 
     def known_bad_reason(self, package: str, version: Version) -> str | None:
+        entry = self.known_bad_entry(package, version)
+        return entry[0] if entry else None
+
+    def known_bad_entry(self, package: str, version: Version) -> tuple[str, str] | None:
+        """(reason, source): the target's [known-bad] first, then the shipped advisories."""
         for text, reason in self.known_bad.get(package, {}).items():
             if Version(text) == version:
-                return reason
+                return reason, self.source
+        for text, (reason, link) in self.advisories.get(package, {}).items():
+            if Version(text) == version:
+                return reason, f"pinbump advisory, {link}" if link else "pinbump advisory"
         return None
 
     @property
@@ -109,7 +130,8 @@ class Policy:
 KNOWN_KEYS = {"group", "groups", "index-url", "index", "min-release-age", "allow-prereleases",
               "known-bad", "cap", "python", "doc-patterns", "dockerfile-args", "reviewers",
               "labels", "gate-workflow", "runner-labels", "required-checks", "merge-method",
-              "bot-login"}
+              "bot-login", "platforms", "cuda-variants", "files", "exclude", "strict",
+              "nightly-prs", "advisories"}
 GROUP_KEYS = {"lead", "lockstep", "companions"}
 
 
@@ -169,11 +191,63 @@ def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None)
                               f"{updates['group']!r} (defined: {', '.join(sorted(groups))})")
     if "index-url" in raw:
         updates["index_url"] = _expect(where, f"{prefix}index-url", raw["index-url"], str, "a URL")
+    members = sorted({m for g in groups.values() for m in g.members})
+
+    def package(key: str, name: str) -> str:
+        """A package key of a table: it must belong to a group (typos are not ignored)."""
+        canonical = canonicalize_name(name)
+        if canonical not in members:
+            close = difflib.get_close_matches(canonical, members, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else \
+                f" (packages of the groups: {', '.join(members)})"
+            raise ConfigError(f"{where}: key '{key}': {name!r} is not a package of any "
+                              f"group{hint}")
+        return canonical
+
     if "index" in raw:
         table = _expect(where, f"{prefix}index", raw["index"], dict, "a table package = URL")
-        updates["package_index"] = {
-            canonicalize_name(k): _expect(where, f"{prefix}index.{k}", v, str, "a URL")
-            for k, v in table.items()}
+        indexes: dict[str, tuple[str, ...]] = {}
+        for k, v in table.items():
+            key = f"{prefix}index.{k}"
+            urls = [v] if isinstance(v, str) else _expect(where, key, v, list,
+                                                          "a URL or an array of URLs")
+            for url in urls:
+                _expect(where, key, url, str, "a URL or an array of URLs")
+                if not re.match(r"https?://\S+$", url):
+                    raise ConfigError(f"{where}: key '{key}': {url!r} is not an http(s) URL")
+            indexes[package(key, k)] = tuple(urls)
+        updates["package_index"] = indexes
+    if "platforms" in raw:
+        key = f"{prefix}platforms"
+        values = _expect(where, key, raw["platforms"], list, "an array of platforms")
+        for value in values:
+            if value not in KNOWN_PLATFORMS:
+                raise ConfigError(f"{where}: key '{key}': unknown platform {value!r} "
+                                  f"(known: {', '.join(KNOWN_PLATFORMS)})")
+        if not values:
+            raise ConfigError(f"{where}: key '{key}' is empty: name at least one platform")
+        updates["platforms"] = tuple(values)
+    if "cuda-variants" in raw:
+        key = f"{prefix}cuda-variants"
+        values = _expect(where, key, raw["cuda-variants"], list, "an array such as "
+                         '["cu129", "cu130"]')
+        for value in values:
+            if not isinstance(value, str) or not re.fullmatch(r"cu\d{3}", value):
+                raise ConfigError(f"{where}: key '{key}': {value!r} is not a CUDA variant "
+                                  "such as cu129")
+        updates["cuda_variants"] = tuple(values)
+    for key, attr in (("files", "files"), ("exclude", "exclude")):
+        if key in raw:
+            values = _expect(where, f"{prefix}{key}", raw[key], list, "an array of globs")
+            for value in values:
+                _expect(where, f"{prefix}{key}", value, str, "an array of globs")
+            updates[attr] = tuple(values)
+    for key, attr in (("strict", "strict"), ("nightly-prs", "nightly_prs")):
+        if key in raw:
+            updates[attr] = _expect(where, f"{prefix}{key}", raw[key], bool, "true or false")
+    if "advisories" in raw and not _expect(where, f"{prefix}advisories", raw["advisories"],
+                                           bool, "true or false"):
+        updates["advisories"] = {}
     if "min-release-age" in raw:
         age = _expect(where, f"{prefix}min-release-age", raw["min-release-age"], (int, float),
                       "a number of days")
@@ -183,7 +257,8 @@ def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None)
     if "allow-prereleases" in raw:
         value = raw["allow-prereleases"]
         updates["allow_prereleases"] = value if isinstance(value, bool) else frozenset(
-            _names(where, f"{prefix}allow-prereleases", value))
+            package(f"{prefix}allow-prereleases", n)
+            for n in _names(where, f"{prefix}allow-prereleases", value))
     if "known-bad" in raw:
         table = _expect(where, f"{prefix}known-bad", raw["known-bad"], dict,
                         "a table package = {version = reason}")
@@ -191,14 +266,14 @@ def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None)
         for pkg, versions in table.items():
             key = f"{prefix}known-bad.{pkg}"
             _expect(where, key, versions, dict, "a table version = reason")
-            known[canonicalize_name(pkg)] = {
+            known[package(key, pkg)] = {
                 str(_version(where, f"{key}.{v}", v)): _expect(where, f"{key}.{v}", r, str,
                                                                "a reason string")
                 for v, r in versions.items()}
         updates["known_bad"] = known
     if "cap" in raw:
         table = _expect(where, f"{prefix}cap", raw["cap"], dict, "a table package = version")
-        updates["caps"] = {canonicalize_name(k): _version(where, f"{prefix}cap.{k}", v)
+        updates["caps"] = {package(f"{prefix}cap.{k}", k): _version(where, f"{prefix}cap.{k}", v)
                            for k, v in table.items()}
     if "python" in raw:
         updates["python"] = str(_version(where, f"{prefix}python", raw["python"]))
@@ -265,24 +340,61 @@ def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None)
     return replace(policy, **updates)
 
 
+def builtin_data(group: str) -> BuiltinData | None:
+    """The shipped index model of a built-in group (bot/data/<group>.toml), else None."""
+    from importlib import resources
+
+    if group not in BUILTIN_GROUPS:
+        return None
+    text = resources.files("bot.data").joinpath(f"{group}.toml").read_text(encoding="utf-8")
+    return parse_builtin(load_toml(text, f"bot/data/{group}.toml").unwrap(),
+                         f"bot/data/{group}.toml")
+
+
+def builtin_advisories() -> dict[str, dict[str, tuple[str, str]]]:
+    """The shipped known-bad versions: package -> version -> (reason, link)."""
+    from importlib import resources
+
+    where = "bot/data/known_bad.toml"
+    text = resources.files("bot.data").joinpath("known_bad.toml").read_text(encoding="utf-8")
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    for package, entries in load_toml(text, where).unwrap().items():
+        for entry in entries:
+            version = str(_version(where, f"{package}.version", entry.get("version")))
+            out.setdefault(canonicalize_name(package), {})[version] = (
+                str(entry["reason"]), str(entry.get("source", "")))
+    return out
+
+
 def load_policy(pinbump_toml: str | None, pyprojects: Sequence[PyProject],
                 overrides: Mapping[str, Any]) -> Policy:
     """Defaults, then pinbump.toml (its text, when the target has one) or the shallowest
     pyproject with [tool.pinbump], then flags. The config is parsed once."""
-    policy = Policy()
+    policy = Policy(advisories=builtin_advisories())
     if pinbump_toml is not None:
         raw = load_toml(pinbump_toml, "pinbump.toml").unwrap()
-        policy = parse_config(raw.get("tool", {}).get("pinbump", raw), "pinbump.toml")
+        policy = parse_config(raw.get("tool", {}).get("pinbump", raw), "pinbump.toml", policy)
     else:
         for toml in sorted(pyprojects, key=lambda t: (t.path.count("/"), t.path)):
             if toml.tool_config is not None:
-                policy = parse_config(toml.tool_config, toml.path)
+                policy = parse_config(toml.tool_config, toml.path, policy)
                 break
     flags = {k: v for k, v in overrides.items() if v is not None}
+    if flags.get("channel", "stable") not in CHANNELS:
+        raise ConfigError(f"--channel: {flags['channel']!r} is not one of "
+                          f"{', '.join(CHANNELS)}")
     if "group" in flags and flags["group"] not in policy.groups:
         raise ConfigError(f"--group: no group named {flags['group']!r} "
                           f"(defined: {', '.join(sorted(policy.groups))})")
-    return _split_index_credentials(replace(policy, **flags), "index_url" in flags)
+    policy = _split_index_credentials(replace(policy, **flags), "index_url" in flags)
+    if policy.channel == "nightly":
+        # Nightly builds are pre-releases (0.7.1.dev20261128) and are tried the day they land.
+        group = policy.active_group
+        allowed = policy.allow_prereleases
+        policy = replace(policy, allow_prereleases=True if allowed is True else frozenset(
+            (allowed or frozenset()) | {group.lead, *group.lockstep}),
+            min_release_age_days=flags.get("min_release_age_days", 0.0))
+    return policy
 
 
 def _split_index_credentials(policy: Policy, from_flag: bool) -> Policy:
@@ -301,8 +413,9 @@ def _split_index_credentials(policy: Policy, from_flag: bool) -> Policy:
     prefix = "" if policy.source.endswith("pinbump.toml") else "tool.pinbump."
     main_url = clean("--index-url" if from_flag else f"{policy.source}: key '{prefix}index-url'",
                      policy.index_url)
-    per_package = {name: clean(f"{policy.source}: key '{prefix}index.{name}'", url)
-                   for name, url in policy.package_index.items()}
+    per_package = {name: tuple(clean(f"{policy.source}: key '{prefix}index.{name}'", url)
+                               for url in urls)
+                   for name, urls in policy.package_index.items()}
     return replace(policy, index_url=main_url, package_index=per_package,
                    credentials=tuple(found))
 

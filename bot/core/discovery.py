@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -14,7 +15,9 @@ import tomlkit
 import tomlkit.exceptions
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
+from bot.core.indexmodel import IndexDecl, cuda_variant
 from bot.core.models import Pin
 from bot.errors import InputError
 
@@ -32,6 +35,7 @@ class TomlFile:
     pins: tuple[Pin, ...] = ()
     requires_python: str | None = None
     tool_config: dict[str, Any] | None = None
+    indexes: tuple[IndexDecl, ...] = ()  # [[tool.uv.index]] in use
 
 
 @dataclass(frozen=True)
@@ -156,12 +160,47 @@ def pyproject_pins(pyproject: PyProject, names: set[str]) -> TomlFile:
             pin = _pin(str(item), path, line, section, names)
             if pin:
                 pins.append(pin)
-    return TomlFile(path, tuple(pins), pyproject.requires_python, pyproject.tool_config)
+    indexes = _uv_indexes(pyproject.doc, path, lines)
+    return TomlFile(path, tuple(pins), pyproject.requires_python, pyproject.tool_config,
+                    tuple(indexes))
 
 
 def parse_pyproject(text: str, path: str, names: set[str]) -> TomlFile:
     """Pins of ``names`` in one pyproject's text."""
     return pyproject_pins(read_pyproject(text, path), names)
+
+
+def _uv_indexes(doc: dict[str, Any], path: str, lines: dict[str, list[int]]
+                ) -> list[IndexDecl]:
+    """[[tool.uv.index]] with [tool.uv.sources]: a package sourced from a named index is looked
+    up there only; a non-explicit index serves every package (the packages are filled in by
+    ``scan``, which knows what the file pins)."""
+    tool = doc.get("tool")
+    uv = tool.get("uv") if isinstance(tool, dict) else None
+    if not isinstance(uv, dict):
+        return []
+    named: dict[str, tuple[str, bool, bool]] = {}
+    for entry in uv.get("index", []) or []:
+        if isinstance(entry, dict) and isinstance(entry.get("url"), str):
+            named[str(entry.get("name", entry["url"]))] = (
+                str(entry["url"]), bool(entry.get("explicit", False)),
+                bool(entry.get("default", False)))
+    out = []
+    sources = uv.get("sources", {})
+    for package, source in (sources.items() if isinstance(sources, dict) else []):
+        entries = source if isinstance(source, list) else [source]
+        for item in entries:
+            if isinstance(item, dict) and str(item.get("index", "")) in named:
+                url = named[str(item["index"])][0]
+                line = (lines.get(f'"{url}"') or lines.get(f"'{url}'") or [0])[0]
+                out.append(IndexDecl(url, "uv", path, line,
+                                     frozenset({canonicalize_name(package)})))
+    for url, explicit, default in named.values():
+        if not explicit:
+            line = (lines.get(f'"{url}"') or lines.get(f"'{url}'") or [0])[0]
+            out.append(IndexDecl(url, "uv-default" if default else "--extra-index-url", path,
+                                 line, frozenset()))
+    return out
 
 
 def _pin(text: str, path: str, line: int, section: str, names: set[str]) -> Pin | None:
@@ -180,37 +219,108 @@ def _pin(text: str, path: str, line: int, section: str, names: set[str]) -> Pin 
     return Pin(package=name, requirement=text, file=path, line=line, section=section)
 
 
-def parse_requirements(text: str, path: str, names: set[str]) -> list[Pin]:
-    """Pins of ``names`` in a pip requirements file (comments, options, continuations)."""
-    pins: list[Pin] = []
-    pending = ""
-    start = 0
+_OPTION = re.compile(r"^(?P<opt>-[A-Za-z]|--[a-z-]+)(?:\s*=\s*|\s+)?(?P<value>\S*)")
+_HASH = re.compile(r"\s--hash[=\s]\S+")
+_VCS = re.compile(r"^-e\s+|^--editable[=\s]+")
+_EGG = re.compile(r"#egg=(?P<name>[A-Za-z0-9._-]+)")
+_REF = re.compile(r"@v?(?P<version>\d[\w.+!-]*?)(?=#|$|\s)")
+INDEX_OPTIONS = {"-i": "--index-url", "--index-url": "--index-url",
+                 "--extra-index-url": "--extra-index-url", "-f": "--find-links",
+                 "--find-links": "--find-links"}
+
+
+@dataclass
+class RequirementsFile:
+    """What a pip requirements file holds for us: pins, index options and included files."""
+
+    pins: list[Pin] = field(default_factory=list)
+    indexes: list[tuple[int, str, str]] = field(default_factory=list)  # line, option, url
+    includes: list[tuple[int, str]] = field(default_factory=list)  # line, -r/-c path as written
+
+
+def _logical(text: str) -> Iterator[tuple[int, str]]:
+    """(first line number, logical line without comments), following continuations."""
+    pending, start = "", 0
     for number, raw in enumerate(text.splitlines(), start=1):
         if not pending:
             start = number
-        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
+        line = re.sub(r"(^|\s)#(?!egg=).*$", "", raw).rstrip()
         if line.endswith("\\"):
             pending += line[:-1] + " "
             continue
-        line = (pending + line).strip()
+        yield start, (pending + line).strip()
         pending = ""
-        if not line or line.startswith("-"):
+    if pending.strip():
+        yield start, pending.strip()
+
+
+def read_requirements(text: str, path: str, names: set[str]) -> RequirementsFile:
+    """Pins of ``names`` in a pip requirements file, its index options and its -r/-c files.
+
+    Hash-pinned lines (``--hash=sha256:...``) and ``===`` pins are found but frozen: editing
+    their version would break the hashes or the arbitrary-equality string. ``-e git+...@v<ver>
+    #egg=<name>`` is a literal pin on the ref."""
+    out = RequirementsFile()
+    for start, line in _logical(text):
+        if not line:
             continue
-        pin = _pin(line, path, start, "requirements", names)
-        if pin:
-            pins.append(pin)
-    return pins
+        if _VCS.match(line):
+            target = _VCS.sub("", line)
+            egg, ref = _EGG.search(target), _REF.search(target.split("#")[0])
+            if egg and ref and canonicalize_name(egg.group("name")) in names:
+                version = ref.group("version")
+                try:
+                    Version(version)
+                except InvalidVersion:
+                    continue
+                out.pins.append(Pin(canonicalize_name(egg.group("name")),
+                                    f"{canonicalize_name(egg.group('name'))}=={version}",
+                                    path, start, "requirements (VCS ref)", kind="literal",
+                                    literal=version))
+            continue
+        if line.startswith("-"):
+            m = _OPTION.match(line)
+            if m and m.group("opt") in INDEX_OPTIONS and m.group("value"):
+                out.indexes.append((start, INDEX_OPTIONS[m.group("opt")], m.group("value")))
+            elif m and m.group("opt") in ("-r", "-c", "--requirement", "--constraint") \
+                    and m.group("value"):
+                out.includes.append((start, m.group("value")))
+            continue
+        hashed = bool(_HASH.search(" " + line))
+        requirement = _HASH.sub("", " " + line).strip()
+        requirement = re.split(r"\s--?[a-z]", " " + requirement)[0].strip()
+        pin = _pin(requirement, path, start, "requirements", names)
+        if pin is None:
+            continue
+        if hashed:
+            pin = replace(pin, frozen="hash-pinned (--hash): regenerate the hashes, e.g. "
+                                      "pip-compile --generate-hashes")
+        elif any(s.operator == "===" for s in pin.parsed.specifier):
+            pin = replace(pin, frozen="arbitrary-equality pin (===): edit it by hand")
+        out.pins.append(pin)
+    return out
 
 
-def pin_files(paths: Iterable[str]) -> list[str]:
-    """The pyproject*.toml and requirements*.txt among ``paths`` (relative posix paths, in the
-    order given), skipping vendored and hidden folders."""
+def parse_requirements(text: str, path: str, names: set[str]) -> list[Pin]:
+    """Pins of ``names`` in a pip requirements file (comments, options, continuations)."""
+    return read_requirements(text, path, names).pins
+
+
+def skipped_dir(name: str) -> bool:
+    """Generated and vendored trees: never a place a maintainer pins."""
+    return name in SKIP_DIRS or name.startswith(".") or name.endswith(".egg-info")
+
+
+def pin_files(paths: Iterable[str], kinds: tuple[str, ...] = ("pyproject", "requirements")
+              ) -> list[str]:
+    """The files of ``kinds`` among ``paths`` (relative posix paths, in the order given),
+    skipping vendored, generated and hidden folders."""
     out = []
     for path in paths:
-        *dirs, name = path.split("/")
-        if any(d in SKIP_DIRS or d.startswith(".") for d in dirs):
+        *dirs, _ = path.split("/")
+        if any(skipped_dir(d) for d in dirs):
             continue
-        if fnmatch.fnmatch(name, PYPROJECT_GLOB) or fnmatch.fnmatch(name, REQUIREMENTS_GLOB):
+        if file_kind(path) in kinds:
             out.append(path)
     return out
 
@@ -232,6 +342,9 @@ class Target:
     root: Path
     tomls: tuple[TomlFile, ...]
     pins: tuple[Pin, ...]
+    indexes: tuple[IndexDecl, ...] = ()  # the target's own index declarations
+    cuda_variants: tuple[str, ...] = ()  # from CUDA_VERSION ARGs
+    skipped: tuple[tuple[str, str], ...] = ()  # files that may hold a pin and were not read
 
     def pins_of(self, package: str) -> list[Pin]:
         return [p for p in self.pins if p.package == package]
@@ -245,21 +358,345 @@ class Target:
         return next((t.requires_python for t in self.tomls if t.requires_python), None)
 
 
+# -- which files may hold a pin -------------------------------------------------------------
+DOCKERFILE_GLOBS = ("Dockerfile", "*.Dockerfile", "Dockerfile.*", "*.dockerfile")
+SHELL_GLOBS = ("*.sh", "*.bash")
+
+
+def file_kind(rel: str) -> str | None:
+    """How discovery reads a file: pyproject, requirements, setup-py, setup-cfg, dockerfile,
+    shell, json; None for files that cannot hold a pin."""
+    parts = rel.split("/")
+    name = parts[-1]
+    if name == "PKG-INFO":
+        return None
+    if fnmatch.fnmatch(name, PYPROJECT_GLOB):
+        return "pyproject"
+    if fnmatch.fnmatch(name, REQUIREMENTS_GLOB) or fnmatch.fnmatch(name, "constraints*.txt") \
+            or (name.endswith(".in") and not name.endswith(".py.in")) \
+            or (name.endswith(".txt") and any(p.startswith("requirements") for p in parts[:-1])):
+        return "requirements"
+    if name == "setup.py":
+        return "setup-py"
+    if name == "setup.cfg":
+        return "setup-cfg"
+    if any(fnmatch.fnmatch(name, g) for g in DOCKERFILE_GLOBS):
+        return "dockerfile"
+    if any(fnmatch.fnmatch(name, g) for g in SHELL_GLOBS):
+        return "shell"
+    if name.endswith(".json"):
+        return "json"
+    return None
+
+
+# -- version variables: ARG FLASHINFER_VERSION, FLASHINFER_VERSION=... in CI scripts ----------
+_ARG = re.compile(r"^\s*ARG\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=(?P<q>[\"']?)"
+                  r"(?P<value>[^\s\"']*)(?P=q))?", re.IGNORECASE)
+_SHELL_ASSIGN = re.compile(r"^\s*(?:export\s+|readonly\s+|declare\s+(?:-\w+\s+)?)?"
+                           r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<q>[\"']?)"
+                           r"(?P<value>[^\s\"'$]*)(?P=q)(?:\s|;|$)")
+_INSTALL_PIN = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
+                          r"(?P<op>===|==|>=)\s*(?P<value>\$\{?(?P<var>[A-Za-z_][A-Za-z0-9_]*)"
+                          r"\}?|\d[\w.+!-]*)")
+_INDEX_OPT = re.compile(r"(?P<opt>--index-url|--extra-index-url|--find-links|-i|-f)"
+                        r"(?:=|\s+)(?P<q>[\"']?)(?P<url>https?://\S+?)(?P=q)(?=\s|$|;|&|\|)")
+_GIT_BRANCH = re.compile(r"git\s+clone\b[^\n]*?(?:--branch|-b)[=\s]+(?P<q>[\"']?)"
+                         r"v?(?P<version>\d[\w.+!-]*)(?P=q)")
+
+
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return bool(re.fullmatch(r"v?\d[\w.+!-]*", text))
+
+
+def tied_package(variable: str, group_members: Iterable[str], lead: str) -> str | None:
+    """The group package a ``<NAME>_VERSION`` variable names: FLASHINFER_VERSION -> the lead,
+    FLASHINFER_CUBIN_VERSION -> flashinfer-cubin, CUTLASS_DSL_VERSION -> nvidia-cutlass-dsl."""
+    m = re.fullmatch(r"(?P<stem>[A-Za-z0-9_]+?)_?VERSION", variable, re.IGNORECASE)
+    if not m or not m.group("stem"):
+        return None
+    stem = canonicalize_name(m.group("stem").strip("_"))
+    members = list(group_members)
+    if stem in members:
+        return stem
+    if lead.startswith(stem + "-"):
+        return lead
+    ends = [p for p in members if p.endswith("-" + stem)]
+    return ends[0] if len(ends) == 1 else None
+
+
+@dataclass
+class _Commands:
+    """Logical lines of a Dockerfile RUN or a shell script, with their first line number."""
+
+    lines: list[tuple[int, str]]
+
+
+def _logical_commands(text: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    pending, start = "", 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not pending:
+            start = number
+        line = raw.rstrip()
+        if line.lstrip().startswith("#"):
+            line = ""
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        out.append((start, pending + line))
+        pending = ""
+    if pending:
+        out.append((start, pending))
+    return out
+
+
+@dataclass
+class _Scan:
+    names: set[str]
+    lead: str
+    pins: list[Pin] = field(default_factory=list)
+    indexes: list[IndexDecl] = field(default_factory=list)
+    variants: list[str] = field(default_factory=list)
+    args: dict[str, set[str]] = field(default_factory=dict)  # Docker ARG -> packages it feeds
+
+
+def _installs(path: str, text: str, scan: _Scan, *, section: str) -> dict[str, list[int]]:
+    """Pins in install commands (Dockerfile RUN lines, CI scripts) and their index options.
+    Returns variable -> lines where it feeds an install of a group package."""
+    fed: dict[str, list[int]] = {}
+    commands = [(start, part) for start, line in _logical_commands(text)
+                for part in re.split(r"&&|\|\||;", line)]
+    for start, line in commands:
+        if "install" not in line and "clone" not in line:
+            continue
+        packages = set()
+        for m in _INSTALL_PIN.finditer(line):
+            package = canonicalize_name(m.group("name"))
+            if package not in scan.names:
+                continue
+            packages.add(package)
+            var = m.group("var")
+            if var:
+                scan.args.setdefault(var, set()).add(package)
+                fed.setdefault(var, []).append(start)
+            elif _is_version(m.group("value")):
+                line_no = start + _line_offset(text, start, m.group(0))
+                scan.pins.append(Pin(package, f"{package}=={m.group('value')}", path, line_no,
+                                     section, kind="literal", literal=m.group("value")))
+        for m in _INDEX_OPT.finditer(line):
+            if packages:
+                opt = {"-i": "--index-url", "-f": "--find-links"}.get(m.group("opt"),
+                                                                      m.group("opt"))
+                line_no = start + _line_offset(text, start, m.group(0))
+                scan.indexes.append(IndexDecl(m.group("url"), opt, path, line_no,
+                                              frozenset(packages)))
+        branch = _GIT_BRANCH.search(line)
+        if branch and re.search(rf"/{re.escape(scan.lead.split('-')[0])}(\.git)?\b", line) \
+                and _is_version(branch.group("version")):
+            line_no = start + _line_offset(text, start, branch.group(0)[:40])
+            scan.pins.append(Pin(scan.lead, f"{scan.lead}=={branch.group('version')}", path,
+                                 line_no, f"{section} (git clone --branch)", kind="literal",
+                                 literal=branch.group("version")))
+    return fed
+
+
+def _line_offset(text: str, start: int, fragment: str) -> int:
+    """Which physical line, counted from ``start``, holds ``fragment`` (continued lines)."""
+    lines = text.splitlines()[start - 1:]
+    head = fragment.split()[0] if fragment.split() else fragment
+    for i, line in enumerate(lines[:50]):
+        if fragment in line or head in line:
+            return i
+    return 0
+
+
+def _dockerfile(path: str, text: str, scan: _Scan) -> None:
+    fed = _installs(path, text, scan, section="dockerfile")
+    for number, line in enumerate(text.splitlines(), start=1):
+        m = _ARG.match(line)
+        if not m:
+            continue
+        name, value = m.group("name"), m.group("value")
+        if name.upper() == "CUDA_VERSION" and value and (v := cuda_variant(value)):
+            scan.variants.append(v)
+            continue
+        if not value or not _is_version(value):
+            continue
+        packages = scan.args.get(name) if name in fed else None
+        if not packages:
+            tied = tied_package(name, scan.names, scan.lead)
+            packages = {tied} if tied else set()
+        for package in sorted(packages):
+            scan.pins.append(Pin(package, f"{package}=={value.lstrip('v')}", path, number,
+                                 f"dockerfile ARG {name}", kind="literal",
+                                 literal=value.lstrip("v")))
+
+
+def _shell(path: str, text: str, scan: _Scan) -> None:
+    _installs(path, text, scan, section="shell")
+    for number, line in enumerate(text.splitlines(), start=1):
+        m = _SHELL_ASSIGN.match(line)
+        if not m or not _is_version(m.group("value")):
+            continue
+        package = tied_package(m.group("name"), scan.names, scan.lead)
+        if package:
+            value = m.group("value").lstrip("v")
+            scan.pins.append(Pin(package, f"{package}=={value}", path, number,
+                                 f"shell {m.group('name')}", kind="literal", literal=value))
+
+
+def _json(path: str, text: str, scan: _Scan, arg_names: set[str]) -> None:
+    """``{"FLASHINFER_VERSION": "0.6.8.post1"}`` or ``{"FLASHINFER_VERSION": {"default":
+    "0.6.8.post1"}}``: a version under a key named after a Docker ARG (or a group package)."""
+    if not any(name in text for name in arg_names) and "_VERSION" not in text:
+        return
+    key_re = re.compile(r"\"(?P<key>[A-Za-z_][A-Za-z0-9_]*)\"\s*:\s*(?P<rest>.*)")
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = key_re.search(line)
+        if not m:
+            continue
+        key = m.group("key")
+        packages = scan.args.get(key) or (
+            {p} if (p := tied_package(key, scan.names, scan.lead)) else set())
+        if not packages:
+            continue
+        value_line, value = _json_value(lines, i, m.group("rest"))
+        if value is None or not _is_version(value):
+            continue
+        for package in sorted(packages):
+            scan.pins.append(Pin(package, f"{package}=={value.lstrip('v')}", path,
+                                 value_line + 1, f"json {key}", kind="literal",
+                                 literal=value.lstrip("v")))
+
+
+def _json_value(lines: list[str], i: int, rest: str) -> tuple[int, str | None]:
+    m = re.match(r"\s*\"(?P<v>[^\"]*)\"", rest)
+    if m:
+        return i, m.group("v")
+    if not rest.strip().startswith("{"):
+        return i, None
+    for j in range(i, min(i + 8, len(lines))):
+        text = rest if j == i else lines[j]
+        d = re.search(r"\"default\"\s*:\s*\"(?P<v>[^\"]*)\"", text)
+        if d:
+            return j, d.group("v")
+        if "}" in text:
+            break
+    return i, None
+
+
+def _setup_py(path: str, text: str, names: set[str]) -> list[Pin]:
+    """Literal requirement strings in setup.py (install_requires, extras_require lists)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    pins = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and re.match(r"\s*[A-Za-z0-9]", node.value) and "\n" not in node.value:
+            pin = _pin(node.value, path, node.lineno, "setup.py", names) \
+                if re.search(r"[=<>~!]", node.value) else None
+            if pin:
+                pins.append(pin)
+    return pins
+
+
+def _setup_cfg(path: str, text: str, names: set[str]) -> list[Pin]:
+    """install_requires and [options.extras_require] in setup.cfg (one requirement a line)."""
+    pins = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        body = line.split("=", 1)[1] if re.match(r"\s*[\w.-]+\s*=\s*\S", line) and \
+            not re.search(r"[<>!~]=|==", line.split("=", 1)[0] + "=") else line
+        body = body.split("#")[0].strip()
+        if not body or body.startswith("["):
+            continue
+        try:
+            pin = _pin(body, path, number, "setup.cfg", names)
+        except InputError:
+            continue
+        if pin:
+            pins.append(pin)
+    return pins
+
+
+def includes_of(files: Mapping[str, str], names: set[str]) -> set[str]:
+    """Files named by -r/-c in the requirements files, relative to the root."""
+    out = set()
+    for rel in pin_files(files, ("requirements",)):
+        for _, inc in read_requirements(files[rel], rel, names).includes:
+            out.add(os.path.normpath(str(Path(rel).parent / inc)).replace(os.sep, "/"))
+    return {p for p in out if not p.startswith("..") and not os.path.isabs(p)}
+
+
 def find_pins(root: Path, files: Mapping[str, str], names: set[str],
               undecodable: Mapping[str, str] = MappingProxyType({}),
-              pyprojects: Sequence[PyProject] | None = None) -> Target:
+              pyprojects: Sequence[PyProject] | None = None, *, lead: str = "",
+              skipped: Iterable[tuple[str, str]] = (), also: Iterable[str] = ()) -> Target:
     """The pins of ``names`` in the tree ``files`` (relative path -> text); ``pyprojects``
-    are the already parsed pyproject files, when the caller has them."""
+    are the already parsed pyproject files, when the caller has them. Files that may hold a
+    pin and could not be read (``undecodable``, ``skipped``) are listed in the target."""
     parsed = {p.path: p for p in (pyprojects if pyprojects is not None
                                   else read_pyprojects(files, undecodable))}
     _check_text(undecodable)
+    lead = lead or next(iter(sorted(names)), "")
+    state = _Scan(names=names, lead=lead)
     tomls: list[TomlFile] = []
-    pins: list[Pin] = []
-    for path in pin_files(files):
-        if path.endswith(".toml"):
-            toml = pyproject_pins(parsed[path], names)
+    requirement_files: dict[str, RequirementsFile] = {}
+    includes = includes_of(files, names) | set(also)  # `files` globs: requirements format
+    kinds = ("pyproject", "requirements", "setup-py", "setup-cfg", "dockerfile", "shell",
+             "json")
+    chosen = pin_files(files, kinds) + sorted(
+        p for p in includes if p in files and file_kind(p) != "requirements")
+    for rel in chosen:
+        kind = "requirements" if rel in includes else file_kind(rel)
+        text = files[rel]
+        if kind == "pyproject":
+            toml = pyproject_pins(parsed[rel], names)
             tomls.append(toml)
-            pins.extend(toml.pins)
-        else:
-            pins.extend(parse_requirements(files[path], path, names))
-    return Target(root=root, tomls=tuple(tomls), pins=tuple(pins))
+            state.pins.extend(toml.pins)
+        elif kind == "requirements":
+            req = read_requirements(text, rel, names)
+            requirement_files[rel] = req
+            state.pins.extend(req.pins)
+        elif kind == "setup-py":
+            state.pins.extend(_setup_py(rel, text, names))
+        elif kind == "setup-cfg":
+            state.pins.extend(_setup_cfg(rel, text, names))
+        elif kind == "dockerfile":
+            _dockerfile(rel, text, state)
+    for rel in chosen:
+        if file_kind(rel) == "shell":
+            _shell(rel, files[rel], state)
+    arg_names = set(state.args)
+    for rel in chosen:
+        if file_kind(rel) == "json":
+            _json(rel, files[rel], state, arg_names)
+    # Index options of a requirements file serve the packages of that file and the files it
+    # includes (pip reads them as one install).
+    for rel, req in requirement_files.items():
+        family = {os.path.normpath(str(Path(rel).parent / inc)).replace(os.sep, "/")
+                  for _, inc in req.includes} | {rel}
+        packages = frozenset(p.package for f in family for p in
+                             requirement_files.get(f, RequirementsFile()).pins)
+        for line, option, url in req.indexes:
+            state.indexes.append(IndexDecl(url, option, rel, line, packages))
+    for toml in tomls:
+        mine = frozenset(p.package for p in toml.pins)
+        state.indexes.extend(d if d.packages else replace(d, packages=mine)
+                             for d in toml.indexes)
+    missing = [(p, "named by -r/-c but not found") for p in sorted(includes)
+               if p not in files and p not in undecodable]
+    unread = [(p, f"not UTF-8 text ({why})") for p, why in undecodable.items()
+              if file_kind(p) is not None]
+    return Target(root=root, tomls=tuple(tomls), pins=tuple(state.pins),
+                  indexes=tuple(state.indexes),
+                  cuda_variants=tuple(dict.fromkeys(state.variants)),
+                  skipped=tuple(sorted({*skipped, *unread, *missing})))

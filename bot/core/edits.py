@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from packaging.utils import canonicalize_name
 
 from bot.core.config import Group
-from bot.core.discovery import parse_pyproject, parse_requirements
+from bot.core.discovery import file_kind, find_pins, parse_pyproject, parse_requirements
 from bot.core.models import Pin, Plan
 from bot.core.specs import split_requirement, with_specifier
 from bot.errors import InputError, PinbumpError
@@ -157,12 +157,48 @@ def validate_requirements(edit: FileEdit, names: set[str],
 
     ``expected`` maps (package, new specifier) -> requirement we wrote.
     """
-    pins = parse_pyproject(edit.new, edit.path, names).pins if edit.path.endswith(".toml") \
-        else tuple(parse_requirements(edit.new, edit.path, names))
+    kind = file_kind(edit.path)
+    if edit.path.endswith(".toml"):
+        pins = parse_pyproject(edit.new, edit.path, names).pins
+    elif kind in ("setup-py", "setup-cfg"):
+        from pathlib import Path
+
+        pins = find_pins(Path("."), {edit.path: edit.new}, names).pins
+    else:
+        pins = tuple(parse_requirements(edit.new, edit.path, names))
     present = {(p.package, split_requirement(p.requirement)[1].strip()) for p in pins}
     for (package, spec), req in expected.items():
         if (package, spec.strip()) not in present:
             raise ApplyError(f"{edit.path}: after editing, {req!r} is not found; nothing written")
+
+
+# -- version literals ----------------------------------------------------------------------
+def literal_pattern(version: str) -> re.Pattern[str]:
+    """A version written bare: after "=", a quote, "v" (git tags) or white space, and not
+    followed by more version characters (0.6.8.post1, not 0.6.8.post10)."""
+    return re.compile(rf"(?<![0-9.]){re.escape(version)}(?![\w]|\.\d)")
+
+
+def edit_literals(path: str, text: str, pins: Sequence[tuple[Pin, str]]) -> FileEdit:
+    """A bare version on a known line (a Dockerfile ARG, a CI variable, a versions.json value,
+    ``git clone --branch v<version>``, an ``-e git+...@v<version>`` ref): only it moves.
+    A line another editor already moved (the Dockerfile ARG editor) is left as it is."""
+    lines = _lines(text)
+    edits: list[Edit] = []
+    for pin, new in pins:
+        index = pin.line - 1
+        if not 0 <= index < len(lines):
+            raise ApplyError(f"{path}:{pin.line}: line not found; the file changed since it "
+                             "was read? Nothing written")
+        pattern = literal_pattern(pin.literal)
+        if not pattern.search(lines[index]):
+            if literal_pattern(new).search(lines[index]):
+                continue  # already moved
+            raise ApplyError(f"{path}:{pin.line}: cannot find {pin.literal!r} to edit; the "
+                             "file changed since it was read? Nothing written")
+        kind = "dockerfile-arg" if pin.section.startswith("dockerfile ARG") else "literal"
+        _replace_line(lines, index, pattern.sub(new, lines[index], count=1), path, kind, edits)
+    return FileEdit(path, text, "".join(lines), edits)
 
 
 # -- Dockerfiles ---------------------------------------------------------------------------

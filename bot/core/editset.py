@@ -19,6 +19,7 @@ from bot.core.edits import (
     edit_assertions,
     edit_dockerfile,
     edit_docs,
+    edit_literals,
     edit_requirements,
     left_unchanged,
     validate_dockerfile,
@@ -57,9 +58,14 @@ def compute_edits(plan: Plan, policy: Policy, files: Mapping[str, str]) -> tuple
     lead = next((b for b in bumps if b.package == group.lead), None)
     names = set(group.members)
     by_file: dict[str, list[tuple[Pin, str]]] = {}
+    literals: dict[str, list[tuple[Pin, str]]] = {}
     for change in plan.changes:
         for pin in change.pins:
-            by_file.setdefault(pin.file, []).append((pin, change.specifier_after))
+            if pin.kind == "literal":
+                new = change.specifier_after.lstrip("=")
+                literals.setdefault(pin.file, []).append((pin, new))
+            else:
+                by_file.setdefault(pin.file, []).append((pin, change.specifier_after))
     results: dict[str, FileEdit] = {}
     notes: list[str] = []
     for path, pins in by_file.items():
@@ -74,10 +80,14 @@ def compute_edits(plan: Plan, policy: Policy, files: Mapping[str, str]) -> tuple
         edit = FileEdit(path, text, text)
         if is_dockerfile(path):
             edit, more = edit_dockerfile(path, text, bumps, policy.dockerfile_args)
+            if path in literals:
+                edit = _chain(edit, edit_literals(path, edit.new, literals.pop(path)))
             validate_dockerfile(edit, bumps, policy.dockerfile_args)
             notes += more
         elif path.endswith(".py"):
             edit = edit_assertions(path, text, bumps)
+        if path in literals:
+            edit = _chain(edit, edit_literals(path, edit.new, literals.pop(path)))
         if path.endswith(DOC_SUFFIXES):
             edit = _chain(edit, edit_docs(path, edit.new, lead, patterns))
         if path.endswith(".py") and edit.edits:

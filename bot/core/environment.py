@@ -1,4 +1,5 @@
-"""The install environment a plan is checked for: Python versions, platform, marker values."""
+"""The install environments a plan is checked for: each platform the target deploys on (Linux
+x86-64 and aarch64 by default) and each Python it supports."""
 
 from __future__ import annotations
 
@@ -14,60 +15,121 @@ from packaging.version import Version
 from bot.core.models import DistFile
 
 PYTHONS = tuple(f"3.{minor}" for minor in range(8, 16))
-MANYLINUX = [f"manylinux_2_{m}_x86_64" for m in range(40, 4, -1)] + [
-    "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64"]
+RELEASED = tuple(f"3.{minor}" for minor in range(9, 15))  # checked for wheels: 3.9-3.14
+_MACHINE = {"linux-x86_64": "x86_64", "linux-aarch64": "aarch64", "win-amd64": "AMD64",
+            "macos-arm64": "arm64"}
+_NAMES = {"linux-x86_64": "Linux x86-64", "linux-aarch64": "Linux aarch64",
+          "win-amd64": "Windows x86-64", "macos-arm64": "macOS arm64"}
+
+
+def platform_tags(platform: str) -> list[str]:
+    if platform.startswith("linux-"):
+        arch = platform.split("-", 1)[1]
+        return [f"manylinux_2_{m}_{arch}" for m in range(40, 4, -1)] + [
+            f"manylinux2014_{arch}", f"manylinux2010_{arch}", f"manylinux1_{arch}",
+            f"linux_{arch}"]
+    if platform == "win-amd64":
+        return ["win_amd64"]
+    return [f"macosx_{major}_0_arm64" for major in range(15, 10, -1)]
+
+
+MANYLINUX = platform_tags("linux-x86_64")
 
 
 @dataclass(frozen=True)
 class Environment:
-    """Linux x86-64 and the Python versions a target supports (its requires-python)."""
+    """Platforms and the Python versions a target supports (its requires-python)."""
 
     pythons: tuple[str, ...]
     marker_python: str
+    platforms: tuple[str, ...] = ("linux-x86_64",)
 
     @classmethod
-    def for_target(cls, requires_python: str | None, python: str | None = None) -> Environment:
+    def for_target(cls, requires_python: str | None, python: str | None = None,
+                   platforms: tuple[str, ...] = ("linux-x86_64",)) -> Environment:
         spec = _specifier(requires_python)
         supported = tuple(v for v in PYTHONS if Version(v) in spec) or ("3.10",)
         if python:
             supported = (python,)
-        return cls(pythons=supported, marker_python=python or supported[0])
+        return cls(pythons=supported, marker_python=python or supported[0],
+                   platforms=platforms)
+
+    @cached_property
+    def _tags(self) -> dict[tuple[str, str], frozenset[str]]:
+        out = {}
+        for platform in self.platforms:
+            plats = platform_tags(platform)
+            for py in self.pythons:
+                version = tuple(int(x) for x in py.split("."))
+                found = {str(t) for t in tags.cpython_tags(version, platforms=plats)}
+                found.update(str(t) for t in tags.compatible_tags(version, platforms=plats))
+                out[(platform, py)] = frozenset(found)
+        return out
 
     @cached_property
     def wheel_tags(self) -> frozenset[str]:
-        out: set[str] = set()
-        for py in self.pythons:
-            version = tuple(int(x) for x in py.split("."))
-            out.update(str(t) for t in tags.cpython_tags(version, platforms=MANYLINUX))
-            out.update(str(t) for t in tags.compatible_tags(version, platforms=MANYLINUX))
-        return frozenset(out)
+        return frozenset(t for found in self._tags.values() for t in found)
+
+    def _fits(self, file: DistFile, platform: str, python: str) -> bool:
+        return file.is_wheel and bool(file.tags & self._tags[(platform, python)]) and \
+            Version(python) in _specifier(file.requires_python)
 
     def installable(self, file: DistFile) -> bool:
-        """A wheel of this file installs on one of the supported Pythons."""
-        if not file.is_wheel or not (file.tags & self.wheel_tags):
-            return False
-        spec = _specifier(file.requires_python)
-        return any(Version(p) in spec for p in self.pythons)
+        """A wheel of this file installs on one of the supported Pythons and platforms."""
+        return any(self._fits(file, p, py) for p, py in self._tags)
 
-    def markers(self, extra: str = "") -> dict[str, str]:
+    def checked_pythons(self) -> tuple[str, ...]:
+        """The Pythons every platform must have a wheel for: supported and released."""
+        return tuple(p for p in self.pythons if p in RELEASED) or self.pythons[:1]
+
+    def missing(self, files: list[DistFile] | tuple[DistFile, ...],
+                requires_python: str | None = None) -> list[str]:
+        """Where no wheel of ``files`` installs: "Linux aarch64", "Linux x86-64 (Python 3.13)".
+        A platform missing for every Python is named once."""
+        out = []
+        pythons = [p for p in self.checked_pythons()
+                   if Version(p) in _specifier(requires_python)] or list(self.checked_pythons())
+        for platform in self.platforms:
+            lacking = [py for py in pythons
+                       if not any(self._fits(f, platform, py) for f in files)]
+            if lacking and len(lacking) == len(pythons):
+                out.append(describe_platform(platform))
+            elif lacking:
+                out.append(f"{describe_platform(platform)} (Python {', '.join(lacking)})")
+        return out
+
+    def markers(self, extra: str = "", platform: str | None = None) -> dict[str, str]:
+        machine = _MACHINE.get(platform or self.platforms[0], "x86_64")
         return {
             "python_version": self.marker_python,
             "python_full_version": f"{self.marker_python}.0",
             "os_name": "posix", "sys_platform": "linux", "platform_system": "Linux",
-            "platform_machine": "x86_64", "platform_release": "", "platform_version": "",
+            "platform_machine": machine, "platform_release": "", "platform_version": "",
             "implementation_name": "cpython", "implementation_version": f"{self.marker_python}.0",
             "platform_python_implementation": "CPython", "extra": extra,
         }
 
     def applies(self, req: Requirement, extras: frozenset[str] = frozenset()) -> bool:
-        """Whether a Requires-Dist line is active here for the given extras of its owner."""
+        """Whether a Requires-Dist line is active on some platform for the given extras."""
         if req.marker is None:
             return True
         marker: Marker = req.marker
-        return any(marker.evaluate(self.markers(e)) for e in ("", *sorted(extras)))
+        return any(marker.evaluate(self.markers(e, p)) for e in ("", *sorted(extras))
+                   for p in self.platforms)
+
+    def applies_on(self, req: Requirement, platform: str,
+                   extras: frozenset[str] = frozenset()) -> bool:
+        if req.marker is None:
+            return True
+        return any(req.marker.evaluate(self.markers(e, platform)) for e in ("", *sorted(extras)))
 
     def describe(self) -> str:
-        return f"Linux x86-64, Python {', '.join(self.pythons)}"
+        return f"{', '.join(describe_platform(p) for p in self.platforms)}, " \
+               f"Python {', '.join(self.pythons)}"
+
+
+def describe_platform(platform: str) -> str:
+    return _NAMES.get(platform, platform)
 
 
 def _specifier(text: str | None) -> SpecifierSet:

@@ -19,6 +19,12 @@ class Pin:
     file: str  # path relative to the target root, with forward slashes
     line: int  # 1-based
     section: str  # "project.dependencies", "dependency-groups.test", "requirements", ...
+    # "requirement": a requirement string on that line (pyproject, requirements, setup.py/cfg);
+    # "literal": a bare version on that line (a Dockerfile ARG default, a CI shell variable, a
+    # JSON value under a Docker ARG's name, a `git clone --branch v<version>`, a VCS ref).
+    kind: str = "requirement"
+    literal: str = ""  # for "literal" pins: the version exactly as written
+    frozen: str = ""  # why apply must not edit it (hash-pinned, ===): listed as unchanged
 
     @property
     def parsed(self) -> Requirement:
@@ -88,6 +94,8 @@ class Rejection:
     package: str
     version: str
     reason: str
+    uploaded: datetime | None = None
+    source: str = ""  # where the reason comes from (an advisory's link, the config file)
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,13 @@ class Plan:
     rejected: list[Rejection] = field(default_factory=list)
     unchanged: list[tuple[str, str, str]] = field(default_factory=list)  # package, spec, why
     not_verified: list[tuple[str, str]] = field(default_factory=list)  # package, why
+    found_on: dict[str, str] = field(default_factory=dict)  # package -> index of its target
+    unreachable: list[IndexProblem] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)  # fixes, e.g. where a package moved to
+    warnings: list[str] = field(default_factory=list)  # e.g. the current pin is known bad
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # file, why it was not read
+    platforms: str = ""  # what every package of the set was checked for
+    channel: str = "stable"
 
 
 # -- GitHub, as data -------------------------------------------------------------------------
@@ -166,3 +181,17 @@ class Check:
     state: CheckState | str
     url: str
     sha: str
+
+
+@dataclass(frozen=True)
+class IndexProblem:
+    """An index that could not be read for a package, and what was verified elsewhere."""
+
+    package: str
+    url: str
+    error: str
+    verified: str  # "verified on https://pypi.org/simple up to 0.6.13", or ""
+
+    def __str__(self) -> str:
+        tail = f"; {self.verified}" if self.verified else "; nothing verified elsewhere"
+        return f"{self.package}: {self.url} unreachable ({self.error}){tail}"

@@ -17,17 +17,22 @@ from packaging.version import Version
 from bot.core.config import Group, Policy
 from bot.core.discovery import Target
 from bot.core.environment import Environment
-from bot.core.models import Change, DistFile, Pin, Plan, Rejection
+from bot.core.indexmodel import IndexModel, IndexRef
+from bot.core.models import Change, DistFile, IndexProblem, Pin, Plan, Rejection
 from bot.core.specs import clause_version, other_clauses, replace_clause, split_requirement
 from bot.errors import IndexError_, InputError, ResolutionError, UnknownPackage
 
 
 class Source(Protocol):
-    """What resolution needs from an index (``adapters.sources.IndexSource`` is the real one)."""
+    """What resolution needs from indexes (``adapters.sources.IndexSource`` is the real one).
 
-    def releases(self, package: str) -> dict[Version, list[DistFile]]: ...
+    ``releases_on`` raises ``UnknownPackage`` when the index has no such project (404) and
+    ``IndexError_`` when it cannot be read (unreachable, failing)."""
 
-    def requires(self, package: str, version: Version) -> list[Requirement]: ...
+    def releases_on(self, package: str, index: IndexRef) -> dict[Version, list[DistFile]]: ...
+
+    def requires(self, package: str, version: Version, files: Sequence[DistFile]
+                 ) -> list[Requirement]: ...
 
     def upload_time(self, file: DistFile) -> datetime | None: ...
 
@@ -61,7 +66,14 @@ class Context:
     env: Environment
     now: datetime  # the end of --as-of's day, or the present
     as_of: bool = False
+    model: IndexModel | None = None
     rejected: list[Rejection] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    problems: dict[tuple[str, str], IndexProblem] = field(default_factory=dict)
+    found_on: dict[tuple[str, Version], str] = field(default_factory=dict)
+    missing_on: dict[str, set[str]] = field(default_factory=dict)  # package -> index urls
+    errors: dict[tuple[str, str], IndexError_] = field(default_factory=dict)
+    _merged: dict[tuple[str, str], dict[Version, list[DistFile]]] = field(default_factory=dict)
     not_verified: dict[str, str] = field(default_factory=dict)
     bounds: dict[str, list[Constraint]] = field(default_factory=dict)  # what each choice obeys
 
@@ -77,6 +89,15 @@ class Context:
     def group(self) -> Group:
         return self.policy.active_group
 
+    def indexes(self, package: str) -> tuple[IndexRef, ...]:
+        if self.model is not None and self.model.for_package(package):
+            return self.model.for_package(package)
+        return (IndexRef(self.policy.index_for(package), "default index"),)
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
     def fmt_age(self, delta: timedelta) -> str:
         hours = delta.total_seconds() / 3600
         return f"{hours:.0f} hours" if hours < 48 else f"{hours / 24:.1f} days"
@@ -84,12 +105,18 @@ class Context:
 
 # -- screening one version ------------------------------------------------------------------
 def screen(ctx: Context, package: str, version: Version, files: Sequence[DistFile],
-           *, exempt_age: bool = False) -> str | _Hidden | None:
-    """None when ``package`` ``version`` may be used; else why not (or HIDDEN)."""
+           *, exempt_age: bool = False, current: bool = False) -> str | _Hidden | None:
+    """None when ``package`` ``version`` may be used; else why not (or HIDDEN).
+
+    The current pin (``current``) is exempt from the age, known-bad, yanked and platform
+    checks: what is installed today never causes a downgrade; a warning says what is wrong."""
     policy = ctx.policy
-    reason = policy.known_bad_reason(package, version)
-    if reason is not None:
-        return f"known bad: {reason}"
+    bad = policy.known_bad_entry(package, version)
+    if bad is not None:
+        if not current:
+            return f"known bad: {bad[0]} ({bad[1]})"
+        ctx.warn(f"{package} {version} (pinned) is known bad: {bad[0]} ({bad[1]}); kept "
+                 "until a newer complete set exists (never downgraded)")
     cap = policy.caps.get(package)
     if cap is not None and version >= cap:
         return f"capped below {cap} by {policy.source}"
@@ -98,11 +125,18 @@ def screen(ctx: Context, package: str, version: Version, files: Sequence[DistFil
     live = [f for f in files if f.yanked is None]
     if not live:
         why = next((f.yanked for f in files if f.yanked), "")
-        return f"yanked{': ' + why if why else ''}"
+        if not current:
+            return f"yanked{': ' + why if why else ''}"
+        ctx.warn(f"{package} {version} (pinned) is yanked{': ' + why if why else ''}; kept "
+                 "until a newer complete set exists (never downgraded)")
+        live = list(files)
     wheels = [f for f in live if ctx.env.installable(f)]
     if not wheels:
         return f"no wheel installable on {ctx.env.describe()}"
-    if exempt_age:
+    missing = ctx.env.missing(wheels)
+    if missing and not current:
+        return f"no wheel for {'; '.join(missing)}"
+    if exempt_age or current:
         return None
     uploaded = first_upload(ctx, wheels)
     if uploaded is None:
@@ -118,6 +152,17 @@ def screen(ctx: Context, package: str, version: Version, files: Sequence[DistFil
                 f"{'--as-of' if ctx.as_of else 'now'}; minimum release age is "
                 f"{policy.min_release_age_days:g} days")
     return None
+
+
+def local_problem(ctx: Context, package: str, version: Version) -> str | None:
+    """A local version (0.6.12+evil.example) is never a target, except the CUDA-variant label
+    of a package published per variant (flashinfer-jit-cache 0.6.11+cu130)."""
+    if version.local is None:
+        return None
+    if ctx.model is not None and version.local in ctx.model.variants \
+            and ctx.model.variant_based(package):
+        return None
+    return f"local version (+{version.local}): never a target unless configured"
 
 
 def first_upload(ctx: Context, files: Sequence[DistFile]) -> datetime | None:
@@ -137,24 +182,34 @@ def best_wheel(env: Environment, files: Sequence[DistFile]) -> DistFile:
 
 # -- the plan -------------------------------------------------------------------------------
 def make_plan(target: Target, policy: Policy, source: Source, now: datetime, *,
-              as_of: bool = False, env: Environment | None = None) -> Plan:
+              as_of: bool = False, model: IndexModel | None = None,
+              env: Environment | None = None) -> Plan:
     group = policy.active_group
     lead_pins = target.pins_of(group.lead)
     if not lead_pins:
-        raise InputError(f"{target.root}: no requirement on {group.lead} in any pyproject*.toml "
-                         "or requirements*.txt; nothing to plan for group "
-                         f"{group.name!r}")
-    env = env or Environment.for_target(target.requires_python(group.lead), policy.python)
-    ctx = Context(target=target, policy=policy, source=source, env=env, now=now, as_of=as_of)
+        raise InputError(f"{target.root}: no requirement on {group.lead} in any pyproject, "
+                         "requirements file, setup.py/setup.cfg, Dockerfile, CI script or "
+                         f"versions JSON; nothing to plan for group {group.name!r}")
+    env = env or Environment.for_target(target.requires_python(group.lead), policy.python,
+                                        policy.platforms)
+    ctx = Context(target=target, policy=policy, source=source, env=env, now=now, as_of=as_of,
+                  model=model)
     currents = [p.current for p in lead_pins if p.current is not None]
     current = max(currents) if currents else None
+    own = _own_bounds(ctx)
     releases = _releases(ctx, group.lead)
     failures: list[str] = []
     for version in sorted(releases, reverse=True):
         if current is not None and version < current:
             break
         is_current = version == current
-        reason = screen(ctx, group.lead, version, releases[version], exempt_age=is_current)
+        reason: str | _Hidden | None = local_problem(ctx, group.lead, version)
+        if reason is None and not is_current:
+            bad = _violated(own, group.lead, version)
+            reason = f"excluded by the target's own specifier {bad}" if bad else None
+        if reason is None:
+            reason = screen(ctx, group.lead, version, releases[version], exempt_age=is_current,
+                            current=is_current)
         if reason is None:
             reason = _lockstep_problem(ctx, version, exempt_age=is_current)
         chosen: dict[str, Version] | None = None
@@ -163,21 +218,104 @@ def make_plan(target: Target, policy: Policy, source: Source, now: datetime, *,
         if isinstance(reason, _Hidden):
             continue
         if reason is not None:
-            ctx.rejected.append(Rejection(group.lead, str(version), reason))
+            ctx.rejected.append(Rejection(group.lead, str(version), reason,
+                                          _uploaded(releases[version])))
             failures.append(f"{group.lead} {version}: {reason}")
             continue
         assert chosen is not None
         return _build_plan(ctx, version, current, chosen)
     if current is not None and current not in releases:
-        failures.append(f"{group.lead} {current} (pinned) is not on "
-                        f"{policy.index_for(group.lead)}")
+        failures.append(_missing_current(ctx, group.lead, current))
     raise ResolutionError("no complete and consistent set for group "
                           f"{group.name!r}: " + "; ".join(failures or ["no versions"]))
 
 
-def _releases(ctx: Context, package: str) -> dict[Version, list[DistFile]]:
-    """The package's files by version; with --as-of, files uploaded later are left out."""
-    releases = ctx.source.releases(package)
+def _uploaded(files: Sequence[DistFile]) -> datetime | None:
+    known = [f.upload_time for f in files if f.upload_time is not None]
+    return min(known) if known else None
+
+
+def _own_bounds(ctx: Context) -> list[Constraint]:
+    """The target's own bounds on the lead beside its pin (<0.7, !=0.6.12): they survive."""
+    out = []
+    for pin in ctx.target.pins_of(ctx.group.lead):
+        rest = other_clauses(split_requirement(pin.requirement)[1])
+        if rest:
+            out.append(Constraint(Requirement(f"{ctx.group.lead}{rest}"), pin.where))
+    cap = ctx.policy.caps.get(ctx.group.lead)
+    if cap is not None:
+        out.append(Constraint(Requirement(f"{ctx.group.lead}<{cap}"),
+                              f"cap in {ctx.policy.source}"))
+    return out
+
+
+def _missing_current(ctx: Context, package: str, current: Version) -> str:
+    everything = _merged(ctx, package, ctx.indexes(package))
+    files = everything.get(current)
+    where = ", ".join(r.url for r in ctx.indexes(package))
+    if ctx.as_of and files:
+        uploaded = _uploaded(files)
+        when = f" (uploaded {uploaded:%Y-%m-%d})" if uploaded else ""
+        return (f"{package} {current} (pinned) was not yet published on "
+                f"{ctx.now:%Y-%m-%d}{when}; choose a later --as-of")
+    return f"{package} {current} (pinned) is not on {where}"
+
+
+def _fetch(ctx: Context, package: str, ref: IndexRef) -> dict[Version, list[DistFile]] | None:
+    """One index's releases; an unreachable index is recorded (never silent) and gives None;
+    a 404 gives {} (the package is simply not there)."""
+    try:
+        return ctx.source.releases_on(package, ref)
+    except UnknownPackage as exc:
+        ctx.missing_on.setdefault(package, set()).add(ref.url)
+        ctx.errors[(package, ref.url)] = exc
+        return {}
+    except IndexError_ as exc:
+        detail = str(exc)
+        detail = detail.split(": ", 1)[1] if detail.startswith(("http", ref.url)) else detail
+        ctx.problems[(package, ref.url)] = IndexProblem(package, ref.url, detail, "")
+        ctx.errors[(package, ref.url)] = exc
+        return None
+
+
+def _merged(ctx: Context, package: str, refs: Sequence[IndexRef]) -> dict[Version,
+                                                                             list[DistFile]]:
+    key = (package, "|".join(r.url for r in refs))
+    if key not in ctx._merged:
+        out: dict[Version, list[DistFile]] = {}
+        for ref in refs:
+            found = _fetch(ctx, package, ref)
+            for version, files in (found or {}).items():
+                if version not in out:
+                    ctx.found_on.setdefault((package, version), ref.url)
+                out.setdefault(version, []).extend(files)
+        ctx._merged[key] = out
+    return ctx._merged[key]
+
+
+def _releases(ctx: Context, package: str, refs: Sequence[IndexRef] | None = None
+              ) -> dict[Version, list[DistFile]]:
+    """The package's files by version on its indexes; with --as-of, files uploaded later are
+    left out. No index answering at all (every one unreachable) is an error here."""
+    refs = tuple(refs) if refs is not None else ctx.indexes(package)
+    releases = _merged(ctx, package, refs)
+    if all((package, r.url) in ctx.problems for r in refs):
+        if len(refs) == 1:
+            raise ctx.errors[(package, refs[0].url)]
+        raise IndexError_(f"{package}: no index could be read: "
+                          + "; ".join(f"{r.url} ({ctx.problems[(package, r.url)].error})"
+                                      for r in refs))
+    if all(r.url in ctx.missing_on.get(package, set()) for r in refs):
+        if len(refs) == 1:
+            raise ctx.errors[(package, refs[0].url)]
+        raise UnknownPackage(f"{package}: not found on {', '.join(r.url for r in refs)} "
+                             "(HTTP 404); check the name or set its index in "
+                             "[tool.pinbump.index]")
+    return _after_as_of(ctx, releases)
+
+
+def _after_as_of(ctx: Context, releases: dict[Version, list[DistFile]]
+                 ) -> dict[Version, list[DistFile]]:
     if not ctx.as_of:
         return releases
     out = {}
@@ -188,34 +326,145 @@ def _releases(ctx: Context, package: str) -> dict[Version, list[DistFile]]:
     return out
 
 
+def _used(ctx: Context, package: str) -> bool:
+    return bool(ctx.target.pins_of(package)) or ctx.policy.has_own_index(package) or any(
+        package in d.packages for d in ctx.target.indexes)
+
+
+def _unreachable(ctx: Context, package: str, refs: Sequence[IndexRef]) -> list[str]:
+    return [r.url for r in refs if (package, r.url) in ctx.problems]
+
+
 def _lockstep_problem(ctx: Context, version: Version, *, exempt_age: bool) -> str | None:
     for package in ctx.group.lockstep:
-        used = bool(ctx.target.pins_of(package)) or ctx.policy.has_own_index(package)
-        index = ctx.policy.index_for(package)
-        try:
-            releases = _releases(ctx, package)
-        except (UnknownPackage, IndexError_) as exc:
-            if used:
-                raise
-            ctx.not_verified[package] = (f"{exc}. Optional here (not pinned, no index "
-                                         "configured): set [tool.pinbump.index] to check it")
-            continue
-        files = releases.get(version)
-        if not used:
-            if files is None or screen(ctx, package, version, files, exempt_age=True):
-                ctx.not_verified[package] = (f"{package} {version} is not installable from "
-                                             f"{index}; optional here (not pinned)")
-            else:
+        refs = ctx.indexes(package)
+        used = _used(ctx, package)
+        if ctx.model is not None and ctx.model.variant_based(package):
+            problem = _variant_problem(ctx, package, version, exempt_age=exempt_age)
+        else:
+            problem = _plain_problem(ctx, package, version, refs, exempt_age=exempt_age)
+        if problem is None:
+            if not used:
                 ctx.not_verified.pop(package, None)
             continue
-        if files is None:
-            return f"{package} {version} is not published on {index}"
-        reason = screen(ctx, package, version, files, exempt_age=exempt_age)
-        if isinstance(reason, _Hidden):
-            return f"{package} {version} was not yet published at --as-of"
-        if reason:
-            return f"{package} {version}: {reason}"
+        if not used:
+            ctx.not_verified[package] = problem + "; optional here (not pinned)"
+            continue
+        if problem.startswith("!"):  # nothing could be read: reported, never blocking
+            ctx.not_verified[package] = problem[1:]
+            continue
+        return problem
     return None
+
+
+def _plain_problem(ctx: Context, package: str, version: Version, refs: Sequence[IndexRef],
+                   *, exempt_age: bool) -> str | None:
+    where = ", ".join(r.url for r in refs)
+    try:
+        releases = _releases(ctx, package, refs)
+    except UnknownPackage:
+        if any(p.kind == "requirement" for p in ctx.target.pins_of(package)):
+            raise  # the target pins a package no index knows: a wrong name or index
+        return f"!{package}: not found on {where} (HTTP 404); set its index in " \
+               "[tool.pinbump.index] to check it"
+    except IndexError_ as exc:
+        return f"!{exc}"
+    files = releases.get(version)
+    if files is None:
+        down = _unreachable(ctx, package, refs)
+        if down:
+            return (f"{package} {version} not verified: {', '.join(down)} unreachable and "
+                    f"not on {', '.join(r.url for r in refs if r.url not in down)}")
+        raw = _merged(ctx, package, refs).get(version)
+        if raw and ctx.as_of:
+            return f"{package} {version} was not yet published on {ctx.now:%Y-%m-%d}"
+        return f"{package} {version} is not published on {where}"
+    reason = screen(ctx, package, version, files, exempt_age=exempt_age, current=exempt_age)
+    if isinstance(reason, _Hidden):
+        return f"{package} {version} was not yet published on {ctx.now:%Y-%m-%d}"
+    if reason:
+        return f"{package} {version}: {reason}"
+    return None
+
+
+def _variant_problem(ctx: Context, package: str, version: Version, *, exempt_age: bool
+                     ) -> str | None:
+    """Every CUDA variant the target installs has ``package`` at ``version`` (a local label
+    ``+cuXYZ`` allowed), with wheels for every platform, and, from 0.7 on, every provider
+    wheel the shim names at the shim's full version on the same index."""
+    assert ctx.model is not None
+    refs_all = ctx.indexes(package)
+    verified = 0
+    for variant in ctx.model.variants:
+        refs = [r for r in refs_all if r.variant == variant]
+        if not refs:
+            continue
+        try:
+            releases = _releases(ctx, package, refs)
+        except UnknownPackage:
+            return f"{package} {version}: not on the {variant} index {refs[0].url}"
+        except IndexError_:
+            continue  # reported per package; this variant stays not verified
+        matches = {v: f for v, f in releases.items()
+                   if Version(v.public) == version and v.local in (None, variant)}
+        if not matches:
+            if ctx.as_of and any(Version(v.public) == version and v.local in (None, variant)
+                                 for v in _merged(ctx, package, refs)):
+                return f"{package} {version}+{variant} was not yet published on " \
+                       f"{ctx.now:%Y-%m-%d}"
+            return f"{package} {version}+{variant} is not published on {refs[0].url}"
+        full = max(matches)
+        files = matches[full]
+        reason = screen(ctx, package, full, files, exempt_age=exempt_age, current=exempt_age)
+        if isinstance(reason, _Hidden):
+            return f"{package} {full} was not yet published on {ctx.now:%Y-%m-%d}"
+        if reason:
+            return f"{package} {full}: {reason}"
+        problem = _provider_problem(ctx, package, full, files, refs)
+        if problem:
+            return problem
+        ctx.found_on.setdefault((package, version), refs[0].url)
+        verified += 1
+    if not verified:
+        down = sorted({r.url for r in refs_all if (package, r.url) in ctx.problems})
+        return "!" + (f"{package}: no CUDA-variant index could be read ({', '.join(down)})"
+                      if down else f"{package}: no CUDA variant to check")
+    return None
+
+
+def _provider_problem(ctx: Context, package: str, full: Version, files: Sequence[DistFile],
+                      refs: Sequence[IndexRef]) -> str | None:
+    prefix = ctx.model.providers.get(package, "") if ctx.model else ""
+    if not prefix:
+        return None
+    for req in ctx.source.requires(package, full, files):
+        name = canonicalize_name(req.name)
+        if not name.startswith(prefix) or not ctx.env.applies(req):
+            continue
+        pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
+        if not pinned or Version(pinned[0]) != full or str(Version(pinned[0])) != str(full):
+            return (f"{package} {full}: provider {name} is required as {req.specifier or 'any'}"
+                    f", not at the shim's full version {full}")
+        try:
+            releases = _releases(ctx, name, refs)
+        except (UnknownPackage, IndexError_) as exc:
+            return f"{package} {full}: provider {name}: {exc}"
+        provided = releases.get(full)
+        if not provided:
+            return f"{package} {full}: provider {name} {full} is not published on {refs[0].url}"
+        platforms = tuple(p for p in ctx.env.platforms if ctx.env.applies_on(req, p))
+        lacking = [m for m in ctx.env.missing(provided) if any(
+            m.startswith(_platform_name(p)) for p in platforms)]
+        if lacking:
+            return f"{package} {full}: provider {name} {full} has no wheel for " \
+                   f"{'; '.join(lacking)}"
+    return None
+
+
+def _platform_name(platform: str) -> str:
+    from bot.core.environment import describe_platform
+
+    return describe_platform(platform)
 
 
 @dataclass
@@ -260,7 +509,8 @@ def _active(ctx: Context, package: str, version: Version) -> list[Constraint]:
     members = set(ctx.group.members)
     owner = f"{package} {version}"
     extras = _extras(ctx, package)
-    return [Constraint(r, owner) for r in ctx.source.requires(package, version)
+    files = _releases(ctx, package).get(version, [])
+    return [Constraint(r, owner) for r in ctx.source.requires(package, version, files)
             if canonicalize_name(r.name) in members and ctx.env.applies(r, extras)]
 
 
@@ -279,6 +529,10 @@ def _solve_companions(ctx: Context, lead_version: Version
             chosen[package] = lead_version
     constraints: list[Constraint] = []
     for package, version in chosen.items():
+        if ctx.model is not None and ctx.model.variant_based(package):
+            continue  # checked per variant (its Requires-Dist names only its providers)
+        if package != group.lead and package not in _releases_safe(ctx, package, version):
+            continue  # verified elsewhere or not verified (reported)
         constraints += _active(ctx, package, version)
     for package, version in chosen.items():
         bad = _violated(constraints, package, version)
@@ -302,11 +556,20 @@ def _solve_companions(ctx: Context, lead_version: Version
     return chosen, None
 
 
+def _releases_safe(ctx: Context, package: str, version: Version) -> set[Version]:
+    try:
+        return {version} & set(_releases(ctx, package))
+    except IndexError_:
+        return set()
+
+
 def _candidates(ctx: Context, package: str, exempt: Version | None
                 ) -> Iterator[tuple[Version, str | None]]:
     releases = _releases(ctx, package)
     for version in sorted(releases, reverse=True):
-        reason = screen(ctx, package, version, releases[version], exempt_age=version == exempt)
+        reason = local_problem(ctx, package, version) or screen(
+            ctx, package, version, releases[version], exempt_age=version == exempt,
+            current=version == exempt)
         if isinstance(reason, _Hidden):
             continue
         yield version, reason
@@ -321,11 +584,16 @@ def _assign(ctx: Context, slots: list[_Slot], i: int, chosen: dict[str, Version]
     slot = slots[i]
     bounds = constraints + slot.own
     local: list[Rejection] = []
+    current_ok = slot.current is not None and not _violated(bounds, slot.package, slot.current)
     for version, reason in _candidates(ctx, slot.package, slot.current):
         if reason is None:
             bad = _violated(bounds, slot.package, version)
             if bad:
                 reason = f"excluded by {bad}"
+        if reason is None and current_ok and slot.current is not None \
+                and version < slot.current:
+            reason = (f"older than the current pin {slot.current}, which the set still "
+                      "allows (never a downgrade)")
         own: list[Constraint] = []
         if reason is None:
             own = _active(ctx, slot.package, version)
@@ -384,7 +652,12 @@ def _check_floor(ctx: Context, slot: _Slot, chosen: dict[str, Version],
 def _new_spec(pin: Pin, version: Version) -> str:
     spec = split_requirement(pin.requirement)[1]
     op = "==" if clause_version(spec, "==") else ">=" if clause_version(spec, ">=") else None
-    return replace_clause(spec, op, str(version)) if op else spec
+    if op is None:
+        return spec
+    written = clause_version(spec, op) or ""
+    local = written.split("+", 1)[1] if "+" in written else ""
+    new = str(version) if version.local or not local else f"{version}+{local}"
+    return replace_clause(spec, op, new)
 
 
 def _build_plan(ctx: Context, lead_version: Version, current: Version | None,
@@ -399,9 +672,16 @@ def _build_plan(ctx: Context, lead_version: Version, current: Version | None,
         if not pins or package not in chosen:
             continue
         target = chosen[package]
-        by_spec: dict[str, list[Pin]] = {}
+        by_spec: dict[str, list[Pin]]
+        frozen = [p for p in pins if p.frozen]
+        for pin in frozen:
+            if _new_spec(pin, target) != split_requirement(pin.requirement)[1]:
+                plan.unchanged.append((package, f"{split_requirement(pin.requirement)[1]} at "
+                                       f"{pin.where}", f"not edited: {pin.frozen}"))
+        by_spec = {}
         for pin in pins:
-            by_spec.setdefault(split_requirement(pin.requirement)[1], []).append(pin)
+            if not pin.frozen:
+                by_spec.setdefault(split_requirement(pin.requirement)[1], []).append(pin)
         for spec, same in by_spec.items():
             after = _new_spec(same[0], target)
             pin_current = same[0].current
@@ -414,7 +694,43 @@ def _build_plan(ctx: Context, lead_version: Version, current: Version | None,
                 specifier_before=spec, specifier_after=after, pins=tuple(same), reason=why))
     plan.rejected = _dedupe(ctx.rejected)
     plan.not_verified = sorted(ctx.not_verified.items())
+    plan.warnings = list(ctx.warnings)
+    plan.skipped = list(ctx.target.skipped)
+    plan.platforms = ctx.env.describe()
+    plan.channel = ctx.model.channel if ctx.model else "stable"
+    for package, version in chosen.items():
+        where = ctx.found_on.get((package, version))
+        if where:
+            plan.found_on[package] = where
+    plan.unreachable = [_verified_elsewhere(ctx, p) for p in ctx.problems.values()]
+    plan.hints = _hints(ctx)
     return plan
+
+
+def _verified_elsewhere(ctx: Context, problem: IndexProblem) -> IndexProblem:
+    """What the other indexes of the package did show: "verified on URL up to 0.6.13"."""
+    seen: dict[str, Version] = {}
+    for (package, version), url in ctx.found_on.items():
+        if package == problem.package and (url not in seen or version > seen[url]):
+            seen[url] = version
+    text = "; ".join(f"verified on {url} up to {v}" for url, v in sorted(seen.items()))
+    return IndexProblem(problem.package, problem.url, problem.error, text)
+
+
+def _hints(ctx: Context) -> list[str]:
+    """The fix, when a lockstep package is missing from an index it left (cubin after
+    0.6.13 is on FlashInfer's index, not PyPI) and that index is not in use."""
+    out: list[str] = []
+    if ctx.model is None:
+        return out
+    for package in ctx.group.lockstep:
+        hint = ctx.model.hints.get(package)
+        missing = [r for r in ctx.rejected if r.package == ctx.group.lead
+                   and f"{package} " in r.reason and ("not published" in r.reason
+                                                       or "not verified" in r.reason)]
+        if hint and missing:
+            out.append(hint)
+    return out
 
 
 def _reason(ctx: Context, package: str, target: Version, current: Version | None,

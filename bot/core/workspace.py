@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,9 +73,15 @@ class Workspace:
         return {p: t for p, t in self.files.items() if p.endswith(".py")}
 
 
+def _excluded(files: Mapping[str, str], exclude: Iterable[str]) -> dict[str, str]:
+    """The tree without the config's ``exclude`` globs."""
+    globs = tuple(exclude)
+    return {p: files[p] for p in files if not any(fnmatch.fnmatch(p, g) for g in globs)}
+
+
 def build_workspace(root: Path, raw: Mapping[str, bytes], files: Mapping[str, str],
-                    undecodable: Mapping[str, str], overrides: Mapping[str, Any]
-                    ) -> Workspace:
+                    undecodable: Mapping[str, str], overrides: Mapping[str, Any],
+                    skipped: Iterable[tuple[str, str]] = ()) -> Workspace:
     """Config first (pinbump.toml, else the shallowest [tool.pinbump]), then the pins of every
     group it names, then the environment of the active group's lead."""
     pyprojects = read_pyprojects(files, undecodable)
@@ -83,9 +90,12 @@ def build_workspace(root: Path, raw: Mapping[str, bytes], files: Mapping[str, st
 
         raise InputError(f"{CONFIG_FILE}: not UTF-8 text ({undecodable[CONFIG_FILE]})")
     policy = load_policy(files.get(CONFIG_FILE), pyprojects, overrides)
-    target = find_pins(root, files, config_names(policy), undecodable, pyprojects)
+    pin_files = files if not policy.exclude else _excluded(files, policy.exclude)
+    also = [p for p in pin_files if any(fnmatch.fnmatch(p, g) for g in policy.files)]
+    target = find_pins(root, pin_files, config_names(policy), undecodable, pyprojects,
+                       lead=policy.active_group.lead, skipped=skipped, also=also)
     env = Environment.for_target(target.requires_python(policy.active_group.lead),
-                                 policy.python)
+                                 policy.python, policy.platforms)
     view = files if isinstance(files, TextFiles) else MappingProxyType(dict(files))
     return Workspace(root=root, files=view,
                      raw=MappingProxyType(dict(raw)), target=target, policy=policy, env=env)

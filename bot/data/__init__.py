@@ -1,0 +1,1 @@
+"""Data shipped with pinbump: the built-in group's index model and its advisories."""
