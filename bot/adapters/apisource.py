@@ -7,7 +7,6 @@ sha256 checked. Sources, condensed APIs and griffe's breakages are cached on dis
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tempfile
@@ -17,9 +16,10 @@ from pathlib import Path, PurePosixPath
 
 import griffe
 
+from bot.adapters.cache import Cache
 from bot.adapters.index import SimpleIndex
 from bot.adapters.lazywheel import SOURCE_LIMITS, is_source, member_parts
-from bot.core.api import ApiIndex, build_api, read_api, save_api
+from bot.core.api import FORMAT, ApiIndex, build_api
 from bot.core.models import DistFile
 from bot.errors import PinbumpError
 
@@ -76,8 +76,13 @@ def main_package(paths: list[str], distribution: str) -> str | None:
     return sorted(modules)[0] if modules else None
 
 
-def _key(file: DistFile) -> str:
-    return (file.sha256 or hashlib.sha256(file.url.encode()).hexdigest())[:16]
+def read_api(path: Path) -> ApiIndex | None:
+    """A condensed API from the cache (None: absent, unreadable or an older format)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return ApiIndex.from_json(data) if data.get("format") == FORMAT else None
 
 
 def fetch_sources(index: SimpleIndex, file: DistFile, dest: Path) -> tuple[str, int]:
@@ -87,6 +92,7 @@ def fetch_sources(index: SimpleIndex, file: DistFile, dest: Path) -> tuple[str, 
     members = importable(members)
     if not members:
         raise DriftError(f"{file.filename}: no importable Python sources in the wheel")
+    dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
     try:
         for name, data in members.items():
@@ -106,13 +112,12 @@ def fetch_sources(index: SimpleIndex, file: DistFile, dest: Path) -> tuple[str, 
 
 def load_version(index: SimpleIndex, file: DistFile, cache_dir: Path) -> LoadedVersion:
     """The condensed API of the wheel ``file``, from the cache when it is there."""
-    key = f"{file.filename}-{_key(file)}"
-    src = cache_dir / "src" / key
-    api_file = cache_dir / "api" / f"{key}.json"
+    cache = Cache(cache_dir)
+    src = cache.path("src", file.url, file.sha256)
+    api_file = cache.path("api", file.url, file.sha256)
     cached = read_api(api_file) if src.is_dir() else None
     if cached is not None:
         return LoadedVersion(cached, src, cached.package, "cache", 0)
-    src.parent.mkdir(parents=True, exist_ok=True)
     how, nbytes = "cache", 0
     if not src.is_dir():
         how, nbytes = fetch_sources(index, file, src)
@@ -125,7 +130,7 @@ def load_version(index: SimpleIndex, file: DistFile, cache_dir: Path) -> LoadedV
     except Exception as exc:
         raise DriftError(f"{file.filename}: griffe could not load {package!r}: "
                          f"{type(exc).__name__}: {exc}") from None
-    save_api(api, api_file)
+    cache.write(api_file, json.dumps(api.to_json()).encode())
     return LoadedVersion(api, src, package, how, nbytes, loaded)
 
 
@@ -138,7 +143,8 @@ def api_breakages(old: LoadedVersion, new: LoadedVersion, cache_dir: Path
                   ) -> list[tuple[str, str]]:
     """griffe's own breaking-change finder over the two versions (cached per pair):
     (object path, one-line Markdown explanation)."""
-    path = cache_dir / "api" / f"breakages2-{old.root.name}--{new.root.name}.json"
+    cache = Cache(cache_dir)
+    path = cache.path("api", "breakages2", old.root.name, new.root.name)
     try:
         return [(str(a), str(b)) for a, b in json.loads(path.read_text())]
     except (OSError, ValueError, TypeError):
@@ -150,6 +156,5 @@ def api_breakages(old: LoadedVersion, new: LoadedVersion, cache_dir: Path
         text = breakage.explain(style=griffe.ExplanationStyle.MARKDOWN).strip()  # type: ignore[arg-type]
         lines.append((breakage.obj.path, text.removeprefix("- ")
                       .replace(str(new.root) + "/", "").replace(str(old.root) + "/", "")))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(lines))
+    cache.write(path, json.dumps(lines).encode())
     return lines

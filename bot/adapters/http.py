@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 import ssl
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -20,6 +17,7 @@ import httpcore
 import httpx
 
 from bot import __version__
+from bot.adapters.cache import Cache
 from bot.core.urls import Credentials, origin, split_credentials
 from bot.errors import IndexError_, redact
 
@@ -32,7 +30,6 @@ class Response:
     status: int
     headers: Mapping[str, str]
     content: bytes
-    from_cache: bool = False
     reason: str = ""
 
 
@@ -48,26 +45,6 @@ class Stats:
             self.requests += 1
             self.bytes_received += nbytes
             self.not_modified += int(not_modified)
-
-
-def default_cache_dir() -> Path:
-    """$PINBUMP_CACHE_DIR, else $XDG_CACHE_HOME/pinbump, else ~/.cache/pinbump."""
-    if os.environ.get("PINBUMP_CACHE_DIR"):
-        return Path(os.environ["PINBUMP_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pinbump"
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 MiB = 1 << 20
@@ -160,6 +137,7 @@ class HttpClient:
                  credentials: Iterable[Credentials] = (), deadline: float | None = None
                  ) -> None:
         self.cache_dir = cache_dir
+        self.cache = Cache(cache_dir) if cache_dir is not None else None
         self._auth: dict[str, httpx.BasicAuth] = {}
         self.authorize(credentials)
         self.timeout = timeout
@@ -290,7 +268,7 @@ class HttpClient:
     def get_cached(self, url: str, accept: str) -> Response:
         """GET a page, revalidating a stored copy with its ETag / Last-Modified."""
         url = self._public(url)  # the cache is keyed by the URL without credentials
-        entry = self._cache_path(url, accept)
+        entry = None if self.cache is None else self.cache.path("http", url, accept)
         meta: dict[str, str] | None = None
         headers = {"Accept": accept}
         if entry is not None and entry.with_suffix(".json").is_file():
@@ -304,25 +282,18 @@ class HttpClient:
                 headers["If-Modified-Since"] = meta["last-modified"]
         resp = self.request("GET", url, headers)
         if resp.status == 304 and meta is not None and entry is not None:
-            try:
-                body = entry.with_suffix(".body").read_bytes()
-            except OSError:
+            body = self.cache.read(entry.with_suffix(".body")) if self.cache else None
+            if body is None:
                 return self.request("GET", url, {"Accept": accept})
             stored = {"content-type": meta.get("content-type", "")}
-            return Response(meta.get("url", url), 200, stored, body, from_cache=True)
-        if resp.status == 200 and entry is not None and (
+            return Response(meta.get("url", url), 200, stored, body)
+        if resp.status == 200 and entry is not None and self.cache is not None and (
                 resp.headers.get("etag") or resp.headers.get("last-modified")):
-            atomic_write_bytes(entry.with_suffix(".body"), resp.content)
-            atomic_write_bytes(entry.with_suffix(".json"), json.dumps({
+            self.cache.write(entry.with_suffix(".body"), resp.content)
+            self.cache.write(entry.with_suffix(".json"), json.dumps({
                 "url": resp.url,
                 "etag": resp.headers.get("etag", ""),
                 "last-modified": resp.headers.get("last-modified", ""),
                 "content-type": resp.headers.get("content-type", ""),
             }).encode())
         return resp
-
-    def _cache_path(self, url: str, accept: str) -> Path | None:
-        if self.cache_dir is None:
-            return None
-        key = hashlib.sha256(f"{url}\n{accept}".encode()).hexdigest()
-        return self.cache_dir / "http" / key[:2] / key

@@ -24,7 +24,8 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 
-from bot.adapters.http import WHEEL_LIMIT, HttpClient, atomic_write_bytes
+from bot.adapters.cache import Cache
+from bot.adapters.http import WHEEL_LIMIT, HttpClient
 from bot.adapters.lazywheel import (
     METADATA_LIMITS,
     Limits,
@@ -187,6 +188,7 @@ class SimpleIndex:
     def __init__(self, http: HttpClient, cache_dir: Path | None = None) -> None:
         self.http = http
         self.cache_dir = cache_dir
+        self.cache = Cache(cache_dir) if cache_dir is not None else None
         self.metadata_sources: dict[str, str] = {}  # file url -> "pep658" | "range" | "download"
 
     def project(self, index_url: str, name: str) -> ProjectPage:
@@ -209,8 +211,9 @@ class SimpleIndex:
         if file.upload_time is not None:
             return file.upload_time
         cached = self._cache_file("upload-time", file)
-        if cached is not None and cached.is_file():
-            return _parse_time(cached.read_text().strip())
+        stored = self.cache.read(cached) if self.cache and cached else None
+        if stored is not None:
+            return _parse_time(stored.decode("utf-8", "replace").strip())
         resp = self.http.request("HEAD", file.url)
         value = resp.headers.get("last-modified") if resp.status == 200 else None
         if not value:
@@ -219,18 +222,19 @@ class SimpleIndex:
             when = parsedate_to_datetime(value).astimezone(timezone.utc)
         except (TypeError, ValueError):
             return None
-        if cached is not None:
-            atomic_write_bytes(cached, when.isoformat().encode())
+        if self.cache is not None and cached is not None:
+            self.cache.write(cached, when.isoformat().encode())
         return when
 
     def metadata(self, file: DistFile) -> bytes:
         """Core metadata of a wheel: PEP 658 file, else range requests, else a full download."""
         cached = self._cache_file("metadata", file)
-        if cached is not None and cached.is_file():
-            return cached.read_bytes()
+        stored = self.cache.read(cached) if self.cache and cached else None
+        if stored is not None:
+            return stored
         data = self._fetch_metadata(file)
-        if cached is not None:
-            atomic_write_bytes(cached, data)
+        if self.cache is not None and cached is not None:
+            self.cache.write(cached, data)
         return data
 
     def _fetch_metadata(self, file: DistFile) -> bytes:
@@ -276,10 +280,7 @@ class SimpleIndex:
         return read_members(body, wanted, limits, file.filename), "download"
 
     def _cache_file(self, kind: str, file: DistFile) -> Path | None:
-        if self.cache_dir is None:
-            return None
-        key = hashlib.sha256(f"{file.url}\n{file.sha256 or ''}".encode()).hexdigest()
-        return self.cache_dir / kind / key[:2] / key
+        return None if self.cache is None else self.cache.path(kind, file.url, file.sha256)
 
 
 def verify_sha256(body: bytes, sha256: str | None, url: str) -> None:

@@ -1,5 +1,8 @@
-"""Write a set of edited files all or nothing: checked first, each written atomically,
-rolled back if any write fails. Line endings and file modes are kept."""
+"""The one atomic writer. ``atomic_write`` replaces one file (a temporary file beside it,
+flushed and fsynced, then renamed over it); ``write_all`` writes a set of edited files all or
+nothing: checked first, each written atomically, rolled back if any write fails. Line endings
+and file modes are kept. Every file pinbump writes (the target's files, the cache, the
+installed workflows, the GPU gate's reports) goes through here."""
 
 from __future__ import annotations
 
@@ -16,14 +19,21 @@ class WriteError(PinbumpError):
     """A file could not be written; nothing was (or everything was rolled back)."""
 
 
-def _atomic_replace(path: Path, data: bytes, mode: int) -> None:
+def atomic_write(path: Path, data: bytes, mode: int | None = None, *,
+                 make_parents: bool = False) -> None:
+    """Replace ``path`` with ``data`` atomically: readers see the old file or the new one,
+    never a part. ``mode``: the permission bits to give it (default: owner read/write only,
+    as for the cache)."""
+    if make_parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.pinbump-")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(mode))
+        if mode is not None:
+            os.chmod(tmp, stat.S_IMODE(mode))
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -55,10 +65,10 @@ def write_all(root: Path, new: Mapping[str, bytes], originals: Mapping[str, byte
     done: list[str] = []
     for rel in paths:
         try:
-            _atomic_replace(root / rel, new[rel], modes[rel])
+            atomic_write(root / rel, new[rel], modes[rel])
         except OSError as exc:
             for back in reversed(done):
-                _atomic_replace(root / back, originals[back], modes[back])
+                atomic_write(root / back, originals[back], modes[back])
             raise WriteError(f"{rel}: cannot write ({exc.strerror}); every file was left as "
                              "it was") from None
         done.append(rel)
@@ -68,7 +78,7 @@ def write_file(path: Path, data: bytes) -> None:
     """Create or replace one output file (a report) atomically."""
     try:
         mode = path.stat().st_mode if path.exists() else 0o644
-        _atomic_replace(path, data, mode)
+        atomic_write(path, data, mode)
     except OSError as exc:
         raise WriteError(f"{path}: cannot write ({exc.strerror}); nothing was written") \
             from None

@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
-from bot.adapters.http import HttpClient, default_cache_dir
+from bot.adapters.cache import default_cache_dir
+from bot.adapters.http import HttpClient
 from bot.adapters.index import SimpleIndex
 from bot.adapters.tree import read_tree
 from bot.core.workspace import Workspace, build_workspace

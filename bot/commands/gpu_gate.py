@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from bot.adapters.writer import write_file
 from bot.core.gate_report import GateReport, diff_observations, gate_markdown, parse_junit
 from bot.core.perfstats import compare, invalid, physically_possible
 from bot.errors import InputError, PinbumpError
@@ -70,7 +71,7 @@ def run_suite(site: Path, label: str, opts: GateOptions, log: IO[str]) -> None:
     except subprocess.TimeoutExpired:
         raise GateRunError(f"gpu_tests against {site} did not finish in "
                            f"{opts.test_timeout:.0f} s") from None
-    (opts.out / f"pytest-{label}.log").write_text(proc.stdout + proc.stderr)
+    write_file(opts.out / f"pytest-{label}.log", (proc.stdout + proc.stderr).encode())
     tail = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
     log.write(f"[{label}] pytest exit {proc.returncode}: {tail}\n")
     if not junit.exists():
@@ -140,7 +141,7 @@ def run_perf(opts: GateOptions, report: GateReport, log: IO[str]) -> None:
                 report.perf.append(compare(kernel, by["baseline"], by["candidate"],
                                            threshold=opts.threshold))
             log.write(f"[perf] {kernel}: {report.perf[-1].verdict}\n")
-        (opts.out / "perf-samples.json").write_text(json.dumps(samples))
+        write_file(opts.out / "perf-samples.json", json.dumps(samples).encode())
     finally:
         for w in workers.values():
             w.close()
@@ -177,6 +178,7 @@ def run_gate(opts: GateOptions, log: IO[str]) -> GateReport:
                                                 observations["candidate"])
     if opts.perf:
         run_perf(opts, report, log)
-    (opts.out / "gate.json").write_text(json.dumps(report.as_dict(), indent=2, default=str))
-    (opts.out / "summary.md").write_text(gate_markdown(report))
+    write_file(opts.out / "gate.json",
+               json.dumps(report.as_dict(), indent=2, default=str).encode())
+    write_file(opts.out / "summary.md", gate_markdown(report).encode())
     return report

@@ -8,38 +8,49 @@ and every re-export, which is all call-site mapping needs; it is cached as JSON 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.core.models import Vocabulary
+
 if TYPE_CHECKING:  # griffe is imported where an API is built, not by every reader
     import griffe
 
-PARAM_KINDS = ("positional-only", "positional or keyword", "variadic positional",
-               "keyword-only", "variadic keyword")
+
+
+class ParamKind(Vocabulary):
+    """How a parameter binds (griffe's ``ParameterKind`` values)."""
+
+    POSITIONAL_ONLY = "positional-only"
+    POSITIONAL_OR_KEYWORD = "positional or keyword"
+    VAR_POSITIONAL = "variadic positional"
+    KEYWORD_ONLY = "keyword-only"
+    VAR_KEYWORD = "variadic keyword"
+
+
 FORMAT = 3  # bump when the cached JSON layout changes
 
 
 @dataclass(frozen=True)
 class Param:
     name: str
-    kind: str  # one of PARAM_KINDS
+    kind: ParamKind
     default: str | None = None
 
     @property
     def positional(self) -> bool:
-        return self.kind in ("positional-only", "positional or keyword")
+        return self.kind in (ParamKind.POSITIONAL_ONLY, ParamKind.POSITIONAL_OR_KEYWORD)
 
     @property
     def required(self) -> bool:
-        return self.default is None and self.kind not in ("variadic positional",
-                                                          "variadic keyword")
+        return self.default is None and self.kind not in (ParamKind.VAR_POSITIONAL,
+                                                          ParamKind.VAR_KEYWORD)
 
     def render(self) -> str:
-        prefix = {"variadic positional": "*", "variadic keyword": "**"}.get(self.kind, "")
+        prefix = {ParamKind.VAR_POSITIONAL: "*", ParamKind.VAR_KEYWORD: "**"}.get(self.kind, "")
         return f"{prefix}{self.name}" + (f"={self.default}" if self.default is not None else "")
 
 
@@ -154,15 +165,18 @@ class ApiIndex:
         return cls(package=data["package"], version=data["version"],
                    modules=set(data["modules"]), aliases=dict(data["aliases"]),
                    objects={k: (v[0], v[1], v[2]) for k, v in data["objects"].items()},
-                   functions={k: Signature(k, tuple(Param(**p) for p in v["params"]),
+                   functions={k: Signature(k, tuple(Param(p["name"], ParamKind(p["kind"]),
+                                                                 p.get("default"))
+                                                           for p in v["params"]),
                                            v.get("deprecated"))
                               for k, v in data["functions"].items()})
 
 
 def _signature(path: str, fn: griffe.Function, drop_first: bool) -> Signature:
-    params = [Param(p.name, p.kind.value if p.kind else "positional or keyword",
+    params = [Param(p.name, ParamKind(p.kind.value) if p.kind else
+                    ParamKind.POSITIONAL_OR_KEYWORD,
                     None if p.default is None else str(p.default)) for p in fn.parameters]
-    if drop_first and params and params[0].kind != "keyword-only":
+    if drop_first and params and params[0].kind != ParamKind.KEYWORD_ONLY:
         params = params[1:]
     deprecated = None
     for dec in fn.decorators:
@@ -223,18 +237,3 @@ def build_api(source_root: Path, package: str, version: str) -> tuple[ApiIndex, 
     index = ApiIndex(package=package, version=version, modules={package})
     _walk(loaded, index)  # type: ignore[arg-type]
     return index, loaded  # type: ignore[return-value]
-
-
-def save_api(index: ApiIndex, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(index.to_json()))
-    tmp.replace(path)
-
-
-def read_api(path: Path) -> ApiIndex | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return ApiIndex.from_json(data) if data.get("format") == FORMAT else None
