@@ -3,6 +3,8 @@ many files costs the tail and one member read, not its whole central directory."
 
 from __future__ import annotations
 
+import io
+import random
 import zipfile
 from pathlib import Path
 
@@ -10,7 +12,10 @@ import pytest
 
 from bot.adapters.lazywheel import (
     METADATA_LIMITS,
+    SOURCE_LIMITS,
+    RangeFile,
     is_metadata,
+    is_source,
     read_members_lazily,
     read_metadata_lazily,
 )
@@ -95,3 +100,26 @@ def test_comment_and_metadata_out_of_sight(tmp_path: Path) -> None:
     assert read_metadata_lazily(remote, "u", METADATA_LIMITS, first.name) == \
         {"kernel_pkg-1.0.dist-info/METADATA": b"Name: kernel-pkg\nVersion: 1.0\n"}
     assert remote.sent > 64 * 1024  # the general path read the directory
+
+
+def test_members_read_through_ranges_equal_the_archive(tmp_path: Path) -> None:
+    """Sources of many sizes read through range requests (segments fetched in pieces, reads
+    served short from what is held) are byte for byte the archive's members."""
+    rng = random.Random(7)  # text that does not compress: members span many 64 KiB chunks
+    files = {f"kernelpkg/m{i}.py": "".join(rng.choices("abcdefgh\n", k=rng.randrange(1, 150_000)))
+             for i in range(40)}
+    wheel = build_wheel(tmp_path, "kernel-pkg", "1.0", files=files)
+    remote = Remote(wheel.read_bytes())
+    found = read_members_lazily(remote, "u", is_source, SOURCE_LIMITS, wheel.name)
+    with zipfile.ZipFile(wheel) as zf:
+        assert found == {n: zf.read(n) for n in zf.namelist() if is_source(n)}
+
+
+def test_a_read_across_the_end_of_a_held_range_continues_where_it_stopped() -> None:
+    body = bytes(range(256)) * 1024
+    raw = RangeFile(Remote(body), "u")
+    raw.prefetch(1000, 1100)
+    reader = io.BufferedReader(raw, buffer_size=64 * 1024)
+    reader.seek(1050)
+    assert reader.read(100) == body[1050:1150]
+    assert reader.tell() == 1150

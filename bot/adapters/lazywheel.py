@@ -69,8 +69,8 @@ class RangeFile(io.RawIOBase):
         end = self.size if size is None or size < 0 else min(self.size, self._pos + size)
         if end <= self._pos:
             return b""
-        data = self._get(self._pos, end)
-        self._pos = end
+        data = self._get(self._pos, end)  # may be short: what one held segment has
+        self._pos += len(data)
         return data
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]

@@ -3,9 +3,7 @@ sites; ``--fix`` rewrites breaking positional calls."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +18,7 @@ from bot.adapters.apisource import (
 )
 from bot.adapters.git import Git
 from bot.adapters.index import SimpleIndex
+from bot.adapters.scancache import scanning
 from bot.adapters.writer import append_file, write_all, write_file
 from bot.commands.context import Services
 from bot.commands.plan import plan as make_plan
@@ -81,25 +80,18 @@ def import_guesses(distribution: str) -> set[str]:
     return {"_".join(parts[:i]) for i in range(1, len(parts) + 1)}
 
 
-def _scan_chunk(chunk: list[tuple[str, str]], roots: set[str]) -> dict[str, list[CallSite]]:
-    return {path: scan_source(path, text, roots) for path, text in chunk}
-
-
 @contextmanager
-def background_scan(files: dict[str, str], roots: set[str], min_files: int = 48
+def background_scan(files: Mapping[str, str], roots: set[str], min_files: int = 48,
+                    cache: Path | None = None
                     ) -> Iterator[Callable[[], dict[str, list[CallSite]]]]:
-    """Scan the files that mention the package in worker processes while the caller does
-    other work (loading the APIs); the yielded function waits for the result. Few files are
-    scanned in this process instead."""
-    todo = sorted(p for p, text in files.items() if any(r in text for r in roots))
-    workers = min(os.cpu_count() or 1, 8)
-    if len(todo) < min_files or workers < 2:
-        yield lambda: _scan_chunk([(p, files[p]) for p in todo], roots)
-        return
-    chunks = [[(p, files[p]) for p in todo[i::workers * 2]] for i in range(workers * 2)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_scan_chunk, chunk, roots) for chunk in chunks]
-        yield lambda: {k: v for f in futures for k, v in f.result().items()}
+    """Scan the files that mention the package while the caller does other work (loading
+    the APIs); the yielded function waits for the result. Files scanned by an earlier run
+    with the same text are not parsed again (``cache``); the others go to worker processes,
+    one per core, when there are ``min_files`` of them."""
+    todo = {p: text for p, text in files.items() if any(r in text for r in roots)}
+    with scanning(todo, scan_source, CallSite, args=(roots,), params=sorted(roots),
+                  cache=cache, min_parallel=min_files) as scanned:
+        yield scanned
 
 
 def base_pin(root: Path, target: Target, lead: str, base: str) -> tuple[str, str] | None:
@@ -168,7 +160,7 @@ def drift(ws: Workspace, services: Services, from_version: str | None,
                    if p.endswith(".py")}
     else:
         sources = {p: t for p, t in sources.items() if p.endswith(".py")}
-    with background_scan(sources, guesses) as scanned:
+    with background_scan(sources, guesses, cache=services.cache) as scanned:
         old = load_version(services.index, old_wheel, store)
         new = load_version(services.index, new_wheel, store)
         roots = {old.package, new.package}
