@@ -63,8 +63,9 @@ def test_other_parameters_or_no_cache_scan_again(tmp_path: Path) -> None:
 def test_an_unreadable_store_is_ignored(tmp_path: Path) -> None:
     files = {"a.py": "import flashinfer\n"}
     run(files, tmp_path)
-    for store in (tmp_path / "scan").iterdir():
-        store.write_text('{"files": {"a.py": ["x", [{"nope": 1}]]}}')
+    for store in (tmp_path / "scan").rglob("*"):
+        if store.is_file():
+            store.write_text('{"files": {"a.py": ["x", [{"nope": 1}]]}}')
     CALLS.clear()
     assert run(files, tmp_path)["a.py"][0].file == "a.py"
     assert CALLS == ["a.py"]

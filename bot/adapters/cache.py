@@ -6,7 +6,7 @@ any user:password or token removed first, so a credential is never part of a key
 spellings of one URL with different credentials share the entry). Kinds: ``http`` (index
 pages, with a ``.json`` of their validators), ``metadata`` and ``upload-time`` (per wheel),
 ``src`` (a version's sources, a folder), ``api`` (a version's condensed API and griffe's
-breakages between two versions).
+breakages between two versions), ``scan`` (drift's call sites per file, by content hash).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 or any pure ``scan(path, text) -> list[row]``) runs only on files whose text changed since the
 last run, in worker processes when many of them did.
 
-The store is one JSON file per scanner and parameters under ``<cache>/scan/``: for each path,
+The store is one JSON entry of the cache (kind ``scan``) per scanner and parameters: per path,
 the sha256 of the text scanned and the rows found (flat dataclasses; tuples come back as
 tuples). Its key holds the scanner's own source, so editing the scanner starts a new store.
 A store that cannot be read is ignored (everything is scanned again), never trusted in part.
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from bot import __version__
-from bot.adapters.http import atomic_write_bytes
+from bot.adapters.cache import Cache
 
 T = TypeVar("T")
 Scan = Callable[..., list[T]]  # scan(path, text, *args) -> rows
@@ -48,16 +48,18 @@ class Store(Generic[T]):
     """The rows found per path last time, with the hash of the text they came from."""
 
     def __init__(self, cache: Path | None, key: str, row: type[T]) -> None:
-        self.path = cache / "scan" / f"{key}.json" if cache is not None else None
+        self.cache = Cache(cache) if cache is not None else None
+        self.path = self.cache.path("scan", key) if self.cache is not None else None
         self.row = row
         self.entries: dict[str, tuple[str, list[T]]] = {}
         self.changed = False
-        if self.path is not None and self.path.is_file():
+        data = self.cache.read(self.path) if self.cache and self.path else None
+        if data is not None:
             try:
-                doc = json.loads(self.path.read_bytes())
+                doc = json.loads(data)
                 self.entries = {p: (h, [self._decode(r) for r in rows])
                                 for p, (h, rows) in doc["files"].items()}
-            except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            except (ValueError, TypeError, KeyError, AttributeError):
                 self.entries = {}  # unreadable or from another shape: scan everything again
 
     def _decode(self, fields: dict[str, Any]) -> T:
@@ -78,11 +80,11 @@ class Store(Generic[T]):
             self.changed = True
 
     def save(self) -> None:
-        if self.path is None or not self.changed:
+        if self.cache is None or self.path is None or not self.changed:
             return
         doc = {"files": {p: [h, [dataclasses.asdict(r) for r in rows]]  # type: ignore[call-overload]
                          for p, (h, rows) in sorted(self.entries.items())}}
-        atomic_write_bytes(self.path, json.dumps(doc, separators=(",", ":")).encode())
+        self.cache.write(self.path, json.dumps(doc, separators=(",", ":")).encode())
         self.changed = False
 
 
