@@ -65,3 +65,15 @@ def one_crashes(rank: int, world: int) -> int:
 
         ctypes.string_at(0)  # SIGSEGV: faulthandler writes the stack
     return rank
+
+
+def nccl_hang(rank: int, world: int, seconds: float) -> float:
+    """On GPUs: rank 1 stalls, rank 0 waits on the device for an NCCL all_reduce."""
+    import torch
+    import torch.distributed as dist
+
+    if rank == 1:
+        stuck_before_the_collective(seconds)
+    t = torch.ones(1, device="cuda")
+    dist.all_reduce(t)
+    return float(t.item())
