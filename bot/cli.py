@@ -133,6 +133,8 @@ def _github_commands(sub: Any) -> None:
     pr_gate.add_argument("--reports", type=Path, metavar="DIR",
                          help="downloaded gpu-gate-<job> artifacts; their summaries go into "
                               "the failure comment")
+    pr_gate.add_argument("--json", action="store_true",
+                         help="print the gate's state and checks as JSON")
     pr_gate.set_defaults(handler=cmd_gate)
 
     for name, text in (("verify-pr", "refuse a PR and SHA the GPU gate must not test"),
@@ -152,6 +154,7 @@ def _github_commands(sub: Any) -> None:
             cmd.add_argument("--reports", type=Path, required=True, metavar="DIR",
                              help="the downloaded gpu-gate-<job> artifacts")
             cmd.add_argument("--target-url", default="", help="link of each status")
+        cmd.add_argument("--json", action="store_true", help="print the result as JSON")
         cmd.set_defaults(handler=cmd_gpu_report)
 
 
@@ -175,6 +178,7 @@ def _tool_commands(sub: Any) -> None:
                         choices=["pending", "success", "failure", "error"])
     status.add_argument("--target-url", default="")
     status.add_argument("--description", default="")
+    status.add_argument("--json", action="store_true", help="print the status set as JSON")
     status.set_defaults(handler=cmd_status)
 
     install = sub.add_parser("install-workflows", help="write the bump and GPU-gate "
@@ -188,6 +192,8 @@ def _tool_commands(sub: Any) -> None:
     install.add_argument("--pinbump-repository", help="OWNER/NAME of pinbump's source")
     install.add_argument("--pinbump-ref", help="ref of pinbump's source (a tag or SHA)")
     install.add_argument("--dry-run", action="store_true", help="print, write nothing")
+    install.add_argument("--json", action="store_true",
+                         help="print the files written and the runner jobs as JSON")
     install.set_defaults(handler=cmd_install_workflows)
 
     gate = sub.add_parser("gpu-gate", help="run gpu_tests/ against two FlashInfer installs "
@@ -281,11 +287,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_json(data: object) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
     from bot.commands.pr import run_pr_gate
 
-    return run_pr_gate(_github_options(args), args.pr, args.repo, out=sys.stderr,
-                       reports=args.reports).exit_code
+    result = run_pr_gate(_github_options(args), args.pr, args.repo, out=sys.stderr,
+                         reports=args.reports)
+    if args.json:
+        _print_json(result.as_dict(args.pr))
+    return result.exit_code
 
 
 def cmd_gpu_report(args: argparse.Namespace) -> int:
@@ -295,9 +310,15 @@ def cmd_gpu_report(args: argparse.Namespace) -> int:
         raise InputError(f"--sha {args.sha[:60]!r}: expected a full 40-hex commit SHA")
     target = GateTarget(args.pr, args.sha, args.allow_label)
     if args.command == "verify-pr":
-        return run_verify(_github_options(args), target, args.repo, out=sys.stderr)
-    run_report(_github_options(args), target, args.repo, args.reports,
-               target_url=args.target_url, out=sys.stderr)
+        code = run_verify(_github_options(args), target, args.repo, out=sys.stderr)
+        if args.json:
+            _print_json({"pr": args.pr, "sha": args.sha, "verified": code == 0})
+        return code
+    results = run_report(_github_options(args), target, args.repo, args.reports,
+                         target_url=args.target_url, out=sys.stderr)
+    if args.json:
+        _print_json({"pr": args.pr, "sha": args.sha, "statuses": [
+            {"job": r.job, "state": r.state, "description": r.description} for r in results]})
     return 0
 
 
@@ -337,6 +358,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     client = gh_opts.client(gh_opts.token() or "")
     client.set_status(args.sha, args.context, args.state, args.target_url, args.description)
     print(f"pinbump: {args.context} = {args.state} on {args.sha[:12]}", file=sys.stderr)
+    if args.json:
+        _print_json({"sha": args.sha, "context": args.context, "state": args.state,
+                     "target_url": args.target_url, "description": args.description})
     return 0
 
 
@@ -350,9 +374,14 @@ def cmd_install_workflows(args: argparse.Namespace) -> int:
     settings = WorkflowSettings(runners=runners, python=args.python,
                                 pyproject=args.pyproject, lead=policy.active_group.lead,
                                 repository=args.pinbump_repository, ref=args.pinbump_ref)
-    for path, changed in install(args.repo, settings, dry_run=args.dry_run):
+    files = list(install(args.repo, settings, dry_run=args.dry_run))
+    for path, changed in files:
         verb = "would write" if args.dry_run else "wrote"
         print(f"pinbump: {verb if changed else 'unchanged'} {path}", file=sys.stderr)
+    if args.json:
+        _print_json({"dry_run": args.dry_run,
+                     "files": [{"path": p, "changed": c} for p, c in files],
+                     "runner_labels": {j: list(v) for j, v in runners.items()}})
     if dict(runners) != dict(policy.runner_labels):
         jobs = ", ".join(f'{j} = {list(v)}' for j, v in runners.items())
         print("pinbump: note: `pinbump gate` requires one status per GPU job; add these jobs "

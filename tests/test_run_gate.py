@@ -612,3 +612,25 @@ def test_statuses_come_from_the_artifacts_read_as_data(
                      "pinbump/gpu-gate/multi-gpu": (
                          "failure", "unreadable result: gate.json has no boolean 'passed'")}
     assert world.gate(result["pr"]) == 1
+
+
+def test_gate_and_status_speak_json(github_world: World,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    world = github_world
+    pr, sha = world.bot_pr()
+    capsys.readouterr()
+    assert main(["status", "--github-repo", "acme/serving", "--api-url", world.emu.url,
+                 "--write-interval", "0", "--sha", sha, "--context", REQUIRED[0],
+                 "--state", "success", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "sha": sha, "context": REQUIRED[0], "state": "success", "target_url": "",
+        "description": ""}
+    assert world.gate(pr, "--json") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["pr"], out["state"], out["sha"], out["exit_code"]) == (pr, "pending", sha, 0)
+    assert out["passed"] == [REQUIRED[0]] and out["waiting"] == [REQUIRED[1]]
+    world.status(sha, REQUIRED[1], "failure")
+    assert world.gate(pr, "--json") == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["state"] == "failure" and out["commented"] is True
+    assert out["failing"] == [{"name": REQUIRED[1], "url": "https://ci.example.invalid/job/1"}]

@@ -295,3 +295,28 @@ def test_project_ci_runs_the_ci_script() -> None:
     assert steps[-1]["run"] == "bash .ci/run"
     versions = ci["jobs"]["test"]["strategy"]["matrix"]["python"]
     assert versions[0] == "3.10"  # requires-python >= 3.10
+
+
+def test_install_workflows_speaks_json(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    argv = ["install-workflows", "--repo", str(tmp_path), "--runner-labels",
+            "h100=self-hosted,gpu", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"dry_run": False, "runner_labels": {"h100": ["self-hosted", "gpu"]},
+                   "files": [{"path": ".github/workflows/pinbump-bump.yml", "changed": True},
+                             {"path": ".github/workflows/pinbump-gpu-gate.yml",
+                              "changed": True}]}
+    assert main(argv) == 0
+    assert [f["changed"] for f in json.loads(capsys.readouterr().out)["files"]] == [False,
+                                                                                     False]
+
+
+def test_every_command_but_gpu_gate_has_json() -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    lacking = [name for name, p in sub.choices.items()
+               if not any("--json" in a.option_strings for a in p._actions)]
+    assert lacking == ["gpu-gate"]  # gpu-gate writes gate.json to --out instead

@@ -30,6 +30,7 @@ from bot.core.config import STATUS_PREFIX, Policy
 from bot.core.decisions import (
     DashboardAction,
     GateAction,
+    GateDecision,
     GateState,
     PrAction,
     decide,
@@ -272,6 +273,18 @@ class GateResult:
     sha: str
     exit_code: int
     commented: bool = False
+    decision: GateDecision | None = None
+    not_bot: tuple[str, ...] = ()
+
+    def as_dict(self, number: int) -> dict[str, object]:
+        """What ``pinbump gate --json`` prints."""
+        d = self.decision
+        return {"pr": number, "state": str(self.state), "sha": self.sha,
+                "exit_code": self.exit_code, "commented": self.commented,
+                "passed": list(d.passed) if d else [],
+                "waiting": list(d.waiting) if d else [],
+                "failing": [{"name": c.name, "url": c.url} for c in d.failing] if d else [],
+                "not_bot": list(self.not_bot)}
 
 
 def read_summaries(reports: Path | None) -> list[tuple[str, str]]:
@@ -336,12 +349,13 @@ def gate(github: GitHubPort, number: int, policy: Policy, *, out: IO[str],
         say(f"all required checks passed on {pr.head_sha[:12]}, but #{number} is not a bot "
             f"PR ({'; '.join(not_bot or ())}): pinbump merges only its own PRs; review and "
             "merge it by hand")
-        return GateResult(GateState.NOT_BOT, pr.head_sha, 0)
+        return GateResult(GateState.NOT_BOT, pr.head_sha, 0, decision=decision,
+                          not_bot=tuple(not_bot or ()))
     if verdict.action == GateAction.MERGE:
         github.merge(number, pr.head_sha, policy.merge_method, f"{pr.title} (#{number})")
         say(f"all required checks passed on {pr.head_sha[:12]}: merged #{number} "
             f"({policy.merge_method})")
-        return GateResult(GateState.MERGED, pr.head_sha, 0)
+        return GateResult(GateState.MERGED, pr.head_sha, 0, decision=decision)
     if verdict.state == GateState.FAILURE:
         commented = verdict.action == GateAction.COMMENT
         if commented:
@@ -349,6 +363,6 @@ def gate(github: GitHubPort, number: int, policy: Policy, *, out: IO[str],
                                                    read_summaries(reports)))
         names = ", ".join(c.name for c in decision.failing)
         say(f"gate failed on {pr.head_sha[:12]}: {names}; #{number} stays open")
-        return GateResult(GateState.FAILURE, pr.head_sha, 1, commented)
+        return GateResult(GateState.FAILURE, pr.head_sha, 1, commented, decision)
     say(f"pending on {pr.head_sha[:12]}: waiting for {', '.join(decision.waiting)}")
-    return GateResult(GateState.PENDING, pr.head_sha, 0)
+    return GateResult(GateState.PENDING, pr.head_sha, 0, decision=decision)
