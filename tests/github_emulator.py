@@ -188,7 +188,15 @@ class GitHubEmulator(ThreadingHTTPServer):
             "full-repository", id=1, name=s.name, full_name=f"{s.owner}/{s.name}",
             owner=self.user(s.owner), private=False, default_branch=s.default_branch,
             url=f"{self.url}/repos/{s.owner}/{s.name}",
-            html_url=f"https://github.com/{s.owner}/{s.name}")
+            html_url=f"https://github.com/{s.owner}/{s.name}",
+            permissions=self.permissions(self.caller.permission))
+
+    @staticmethod
+    def permissions(role: str) -> dict[str, bool]:
+        ladder = ["read", "triage", "write", "maintain", "admin"]
+        rank = ladder.index(role) if role in ladder else -1
+        return {"pull": rank >= 0, "triage": rank >= 1, "push": rank >= 2,
+                "maintain": rank >= 3, "admin": rank >= 4}
 
     def label_obj(self, name: str) -> dict[str, Any]:
         return self.state.labels[name]

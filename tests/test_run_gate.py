@@ -505,10 +505,10 @@ def test_an_empty_required_set_on_the_base_is_an_error(
 
 def test_rerun_dispatches_the_gate_a_failed_run_left_out(
         world: World, capsys: pytest.CaptureFixture[str]) -> None:
-    world.emu.inject(r"^GET .*/actions/workflows/", 403,  # dies after opening the PR
+    world.emu.inject(r"^POST .*/dispatches$", 403,  # dies after opening the PR
                      body={"message": "Resource not accessible by integration"})
     assert world.run() == 2
-    assert "GitHub reading workflow pinbump-gpu-gate.yml failed" in capsys.readouterr().err
+    assert "GitHub dispatching pinbump-gpu-gate.yml failed" in capsys.readouterr().err
     [pr] = [n for n, i in world.emu.state.items.items() if i["pr"]]
     assert world.emu.state.dispatches == []
     assert world.run() == 0
@@ -634,3 +634,46 @@ def test_gate_and_status_speak_json(github_world: World,
     out = json.loads(capsys.readouterr().out)
     assert out["state"] == "failure" and out["commented"] is True
     assert out["failing"] == [{"name": REQUIRED[1], "url": "https://ci.example.invalid/job/1"}]
+
+
+# -- preflight and git errors (issue 16, item 7) ----------------------------------------------
+def test_preflight_failure_leaves_the_remote_untouched(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    world.emu.accounts[TOKEN].permission = "read"
+    assert world.run() == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pinbump: error: preflight: the token lacks contents: write (push "
+                          "the bot branch); pull-requests and issues: write") and \
+        err.count("\n") == 1
+    assert "pinbump" not in git(world.bare, "branch", "--list")
+    assert world.emu.writes() == []
+
+
+def test_unreachable_github_pushes_nothing(world: World, capsys: pytest.CaptureFixture[str]
+                                           ) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    assert main(["run", "--repo", str(world.checkout), "--github-repo", "acme/serving",
+                 "--api-url", dead, "--write-interval", "0", "--index-url", world.pypi.url,
+                 "--cache-dir", str(world.cache)]) == 2
+    err = capsys.readouterr().err
+    assert "pinbump: error: preflight: GitHub reading acme/serving failed: ConnectionError" \
+        in err and "nothing was pushed" in err
+    assert "pinbump" not in git(world.bare, "branch", "--list")
+
+
+def test_git_errors_carry_all_of_git_stderr_without_the_token(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    hook = world.bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'remote: protected branch hook declined' >&2\n"
+                    f"echo 'remote: token {TOKEN} is not allowed here' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    assert world.run() == 2
+    err = capsys.readouterr().err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("pinbump: error: git push")
+    assert "protected branch hook declined" in line and "is not allowed here" in line
+    assert TOKEN not in err and "***" in line

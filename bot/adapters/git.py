@@ -74,6 +74,13 @@ class Git:
                  url, f"HEAD:refs/heads/{branch}")
         return True
 
+    def check_push(self, url: str) -> None:
+        """Preflight: authenticate a push to ``url`` without sending anything (``--dry-run``
+        of HEAD to a scratch branch name); a missing write permission fails here, before
+        the first write of the run."""
+        self.run("push", "--dry-run", "--quiet", "--force", url,
+                 "HEAD:refs/heads/pinbump/preflight")
+
     def rev(self, ref: str) -> str | None:
         out = self.run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
         return out or None
@@ -94,6 +101,9 @@ class RecordingGit(Git):
     def push(self, url: str, branch: str, expected: str | None) -> bool:
         self.pushed.append((url, branch))
         return False
+
+    def check_push(self, url: str) -> None:
+        pass
 
 
 def remote_url(git: Git, remote: str) -> str:

@@ -145,6 +145,37 @@ class GitHub:
                         head_repo=head_repo.get("full_name") or "",
                         base_repo=base_repo.get("full_name") or "")
 
+    # -- preflight -------------------------------------------------------------------------
+    def preflight(self, workflow: str) -> None:
+        """Before the first write: the token works, the repository answers, and the token
+        may push and dispatch. Each failure names the missing permission."""
+        try:
+            repo = self.repo
+        except GitHubError as exc:
+            raise GitHubError(f"preflight: {exc} (check the token and that it may read "
+                              f"{self._repo_name}); nothing was pushed") from None
+        missing = []
+        perms = repo.raw_data.get("permissions")
+        if isinstance(perms, dict) and not perms.get("push"):
+            missing.append("contents: write (push the bot branch)")
+        if isinstance(perms, dict) and not (perms.get("push") or perms.get("triage")):
+            missing.append("pull-requests and issues: write (the PR, labels, the dashboard)")
+        scopes = self._gh.oauth_scopes
+        if scopes is not None and not {"repo", "public_repo"} & set(scopes):
+            missing.append("the classic token scope `repo` (or `public_repo`)")
+        from github import GithubException
+        from requests import RequestException
+
+        try:
+            self.repo.get_workflow(workflow)
+        except (GithubException, RequestException) as exc:
+            status = getattr(exc, "status", None)
+            missing.append(f"actions: read and write (workflow {workflow} could not be read"
+                           f"{f': HTTP {status}' if status else ''}; it is dispatched)")
+        if missing:
+            raise GitHubError(f"preflight: the token lacks {'; '.join(missing)} on "
+                              f"{self._repo_name}; nothing was pushed")
+
     # -- who we are ------------------------------------------------------------------------
     def identity(self) -> str:
         """The login of the token's account: GET /user for a user token; an App's or the
@@ -314,6 +345,7 @@ class GitHubPort(Protocol):
     def create_issue(self, title: str, body: str, labels: list[str]) -> IssueInfo: ...
     def edit_issue(self, number: int, body: str) -> None: ...
     def dispatch(self, workflow: str, ref: str, inputs: dict[str, str]) -> None: ...
+    def preflight(self, workflow: str) -> None: ...
     def checks(self, sha: str) -> list[Check]: ...
     def set_status(self, sha: str, context: str, state: str, target_url: str = "",
                    description: str = "") -> None: ...
@@ -374,6 +406,9 @@ class RecordingGitHub:
 
     def edit_issue(self, number: int, body: str) -> None:
         self._record("edit_issue", number)
+
+    def preflight(self, workflow: str) -> None:
+        pass
 
     def dispatch(self, workflow: str, ref: str, inputs: dict[str, str]) -> None:
         self._record("dispatch", workflow, ref, tuple(sorted(inputs.items())))

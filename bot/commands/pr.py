@@ -135,6 +135,8 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
 
 def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
     """Plan, apply, drift; commit and push the bot branch; open or update the PR."""
+    bot.github.preflight(ws.policy.gate_workflow)  # before the first write, GitHub's
+    bot.git.check_push(opts.url)  # and the remote's
     plan = make_plan(ws, bot.base, opts.as_of)
     prefix = f"pinbump/{ws.group.name}-"
     if not plan.changes:
