@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from bot.adapters.http import HttpClient
 from bot.cli import main
+from bot.errors import IndexError_
 from servers import PypiServer, fault_server
 from targets import write_target
 
@@ -97,3 +99,22 @@ def test_credentials_in_index_url_are_redacted(tmp_path: Path,
     assert "s3cr3t-token" not in err and "user" not in err
     assert "http://127.0.0.1:9/simple" in err
 
+
+
+@pytest.mark.parametrize(("code", "tries"), [("EAI_NONAME", 1), ("EAI_AGAIN", 3)])
+def test_a_host_name_that_does_not_resolve_is_not_asked_again(
+        code: str, tries: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index host whose name does not exist fails at once (a plan does not wait out the
+    backoff for an index it cannot reach); a temporary resolver failure is retried."""
+    calls: list[str] = []
+
+    def resolve(host: str, *args: object, **kwargs: object) -> list[object]:
+        calls.append(host)
+        raise socket.gaierror(getattr(socket, code), "resolver says no")
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    with HttpClient(None, retries=2, backoff=0.0) as http, \
+            pytest.raises(IndexError_) as err:
+        http.request("GET", "https://index.example/simple/flashinfer-python/")
+    assert len(calls) == tries
+    assert ("does not resolve" in str(err.value)) == (tries == 1)

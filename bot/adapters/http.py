@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 import ssl
 import threading
 import time
@@ -50,6 +51,19 @@ class Stats:
 MiB = 1 << 20
 PAGE_LIMIT = 64 * MiB  # a project page, a .metadata file, a HEAD answer
 WHEEL_LIMIT = 2048 * MiB  # a whole wheel, when the server ignores Range
+
+
+def _unknown_host(exc: BaseException) -> bool:
+    """The name does not exist (not a temporary resolver failure, which is retried)."""
+    permanent = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, socket.gaierror) and seen.errno in permanent:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 # -- deadlines: every read and write of a request stops at its deadline ----------------------
@@ -208,6 +222,10 @@ class HttpClient:
                 continue
             except httpx.TransportError as exc:
                 last = f"cannot connect ({type(exc).__name__}: {exc})"
+                if _unknown_host(exc):  # asking again will not make the name resolve
+                    raise IndexError_(f"{redact(url)}: {last}; the host name does not "
+                                      "resolve: check the index URL and your network") \
+                        from None
                 continue
             except httpx.InvalidURL as exc:
                 raise IndexError_(f"{redact(url)}: not a valid URL ({exc})") from None

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -306,6 +307,7 @@ def parse_requirements(text: str, path: str, names: set[str]) -> list[Pin]:
     return read_requirements(text, path, names).pins
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def skipped_dir(name: str) -> bool:
     """Generated and vendored trees: never a place a maintainer pins."""
     return name in SKIP_DIRS or name.startswith(".") or name.endswith(".egg-info")
@@ -363,6 +365,19 @@ DOCKERFILE_GLOBS = ("Dockerfile", "*.Dockerfile", "Dockerfile.*", "*.dockerfile"
 SHELL_GLOBS = ("*.sh", "*.bash")
 
 
+def _globs(*patterns: str) -> Callable[[str], re.Match[str] | None]:
+    """fnmatch's test of a name (posix: case-sensitive), compiled once: discovery asks it of
+    every file of the tree."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
+
+
+_PYPROJECT = _globs(PYPROJECT_GLOB)
+_REQUIREMENTS = _globs(REQUIREMENTS_GLOB, "constraints*.txt")
+_DOCKERFILE = _globs(*DOCKERFILE_GLOBS)
+_SHELL = _globs(*SHELL_GLOBS)
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def file_kind(rel: str) -> str | None:
     """How discovery reads a file: pyproject, requirements, setup-py, setup-cfg, dockerfile,
     shell, json; None for files that cannot hold a pin."""
@@ -370,9 +385,9 @@ def file_kind(rel: str) -> str | None:
     name = parts[-1]
     if name == "PKG-INFO":
         return None
-    if fnmatch.fnmatch(name, PYPROJECT_GLOB):
+    if _PYPROJECT(name):
         return "pyproject"
-    if fnmatch.fnmatch(name, REQUIREMENTS_GLOB) or fnmatch.fnmatch(name, "constraints*.txt") \
+    if _REQUIREMENTS(name) \
             or (name.endswith(".in") and not name.endswith(".py.in")) \
             or (name.endswith(".txt") and any(p.startswith("requirements") for p in parts[:-1])):
         return "requirements"
@@ -380,9 +395,9 @@ def file_kind(rel: str) -> str | None:
         return "setup-py"
     if name == "setup.cfg":
         return "setup-cfg"
-    if any(fnmatch.fnmatch(name, g) for g in DOCKERFILE_GLOBS):
+    if _DOCKERFILE(name):
         return "dockerfile"
-    if any(fnmatch.fnmatch(name, g) for g in SHELL_GLOBS):
+    if _SHELL(name):
         return "shell"
     if name.endswith(".json"):
         return "json"
