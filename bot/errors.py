@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import NamedTuple
 
 _CREDENTIALS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/?#\s]+@", re.IGNORECASE)
 
@@ -48,5 +50,66 @@ class WheelError(MetadataError):
     data. The message names the wheel and the member."""
 
 
+class Conflict(NamedTuple):
+    """One candidate of the lead that could not form a set, and why (the requirement it
+    conflicts with, the missing lockstep package, ...)."""
+
+    package: str
+    version: str
+    reason: str
+
+
 class ResolutionError(PinbumpError):
-    """No complete and consistent set exists; the message names the conflicting requirements."""
+    """No complete and consistent set exists. ``conflicts`` are the lead's candidates, newest
+    first, each with the requirement that ruled it out; ``unavailable`` says why the pinned
+    version itself cannot be kept, when it cannot (not on the index, not yet published)."""
+
+    def __init__(self, group: str, conflicts: Sequence[Conflict],
+                 unavailable: str | None = None) -> None:
+        self.group = group
+        self.conflicts = tuple(conflicts)
+        self.unavailable = unavailable
+        parts = [f"{c.package} {c.version}: {c.reason}" for c in self.conflicts]
+        parts += [unavailable] if unavailable else []
+        super().__init__(f"no complete and consistent set for group {group!r}: "
+                         + "; ".join(parts or ["no versions"]))
+
+
+class ApplyError(PinbumpError):
+    """An edit cannot be made safely; nothing is written."""
+
+
+class DockerfileConflict(ApplyError):
+    """One Dockerfile gives the same ARG two different defaults."""
+
+
+class GitError(PinbumpError):
+    """A git command failed."""
+
+
+class WriteError(PinbumpError):
+    """A file could not be written; nothing was (or everything was rolled back)."""
+
+
+class DriftError(PinbumpError):
+    """The sources of a version could not be fetched or loaded."""
+
+
+class WholeFile(Exception):
+    """The server answered a range request with the whole file (HTTP 200)."""
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__("server ignores Range")
+        self.body = body
+
+
+class GitHubError(PinbumpError):
+    """A GitHub API call failed."""
+
+
+class RefusedTarget(InputError):
+    """The SHA named to the GPU gate is not one it may test."""
+
+
+class GateRunError(PinbumpError):
+    """The GPU suite or a timing worker could not be run."""

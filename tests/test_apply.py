@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.tree import read_tree
-from bot.adapters.writer import WriteError, write_all
+from bot.adapters.writer import write_all
 from bot.cli import main
 from bot.commands.context import PlanOptions
 from bot.core.editset import apply_reads, compute_edits
+from bot.errors import WriteError
 from planning import planned
 from servers import PypiServer
 

@@ -7,9 +7,7 @@ import pytest
 from bot.core.discovery import parse_pyproject, parse_requirements
 from bot.core.edits import (
     BUILTIN_DOC_PATTERNS,
-    ApplyError,
     Bump,
-    DockerfileConflict,
     dockerfile_args,
     edit_assertions,
     edit_dockerfile,
@@ -18,7 +16,7 @@ from bot.core.edits import (
     left_unchanged,
     validate_dockerfile,
 )
-from bot.errors import InputError
+from bot.errors import ApplyError, DockerfileConflict, InputError
 
 LEAD = Bump("flashinfer-python", frozenset({"0.6.8.post1"}), "0.6.11")
 BUMPS = [

@@ -197,6 +197,11 @@ def test_no_consistent_set_names_the_conflict() -> None:
     assert "nvidia-cutlass-dsl: no version satisfies >=4.6 (from flashinfer-python 0.6.11)" \
         in message
     assert "flashinfer-python 0.6.8.post1:" in message
+    # the error carries the conflicts as data, newest candidate first
+    assert [(c.package, c.version) for c in err.value.conflicts] == [
+        ("flashinfer-python", "0.6.11"), ("flashinfer-python", "0.6.8.post1")]
+    assert "nvidia-cutlass-dsl: no version satisfies >=4.6" in err.value.conflicts[0].reason
+    assert err.value.group == "flashinfer" and err.value.unavailable is None
 
 
 def test_nothing_newer_is_no_change() -> None:

@@ -21,11 +21,7 @@ from bot.adapters.index import SimpleIndex
 from bot.adapters.lazywheel import SOURCE_LIMITS, is_source, member_parts
 from bot.core.api import FORMAT, ApiIndex, build_api
 from bot.core.models import DistFile
-from bot.errors import PinbumpError
-
-
-class DriftError(PinbumpError):
-    """The sources of a version could not be fetched or loaded."""
+from bot.errors import DriftError
 
 
 @dataclass

@@ -20,11 +20,7 @@ from pathlib import Path
 
 from bot.core.botpr import BOT_GIT_EMAIL as BOT_EMAIL
 from bot.core.botpr import BOT_GIT_NAME as BOT_NAME
-from bot.errors import PinbumpError
-
-
-class GitError(PinbumpError):
-    """A git command failed."""
+from bot.errors import GitError
 
 
 class Git:

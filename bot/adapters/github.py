@@ -16,13 +16,9 @@ from urllib.parse import urlsplit
 
 from bot.core.botpr import CommitAuthor
 from bot.core.models import Check, CheckState, IssueInfo, PullInfo
-from bot.errors import InputError, PinbumpError
+from bot.errors import GitHubError, InputError
 
 DEFAULT_API = "https://api.github.com"
-
-
-class GitHubError(PinbumpError):
-    """A GitHub API call failed."""
 
 
 def check_api_url(url: str) -> str:

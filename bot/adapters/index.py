@@ -29,7 +29,6 @@ from bot.adapters.http import WHEEL_LIMIT, HttpClient
 from bot.adapters.lazywheel import (
     METADATA_LIMITS,
     Limits,
-    WholeFile,
     is_metadata,
     metadata_member,
     read_members,
@@ -37,7 +36,7 @@ from bot.adapters.lazywheel import (
     read_metadata_lazily,
 )
 from bot.core.models import DistFile, ProjectPage
-from bot.errors import IndexError_, MetadataError, UnknownPackage, WheelError, redact
+from bot.errors import IndexError_, MetadataError, UnknownPackage, WheelError, WholeFile, redact
 
 ACCEPT = ("application/vnd.pypi.simple.v1+json, "
           "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01")

@@ -16,21 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
-from bot.errors import MetadataError, WheelError
+from bot.errors import MetadataError, WheelError, WholeFile
 
 TAIL = 64 * 1024
 CHUNK = 64 * 1024
 
 # A Range header in; (status, body, Content-Range) out.
 RangeFetcher = Callable[[str], tuple[int, bytes, str]]
-
-
-class WholeFile(Exception):
-    """The server answered a range request with the whole file (HTTP 200)."""
-
-    def __init__(self, body: bytes) -> None:
-        super().__init__("server ignores Range")
-        self.body = body
 
 
 class RangeFile(io.RawIOBase):

@@ -12,11 +12,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from bot.errors import PinbumpError
-
-
-class WriteError(PinbumpError):
-    """A file could not be written; nothing was (or everything was rolled back)."""
+from bot.errors import WriteError
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None, *,

@@ -18,11 +18,7 @@ from typing import IO, Any
 from bot.adapters.writer import write_file
 from bot.core.gate_report import GateReport, diff_observations, gate_markdown, parse_junit
 from bot.core.perfstats import compare, invalid, physically_possible
-from bot.errors import InputError, PinbumpError
-
-
-class GateRunError(PinbumpError):
-    """The GPU suite or a timing worker could not be run."""
+from bot.errors import GateRunError, InputError
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,7 @@ from bot.commands.pr import GitHubOptions, base_policy, bot_identity
 from bot.core.botpr import gate_target_problems
 from bot.core.config import STATUS_PREFIX, Policy
 from bot.core.gpu_result import MAX_RESULT_BYTES, JobResult, read_result
-from bot.errors import InputError
-
-
-class RefusedTarget(InputError):
-    """The SHA named to the GPU gate is not one it may test."""
+from bot.errors import RefusedTarget
 
 
 @dataclass(frozen=True)

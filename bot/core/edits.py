@@ -21,15 +21,7 @@ from bot.core.config import Group
 from bot.core.discovery import file_kind, find_pins, parse_pyproject, parse_requirements
 from bot.core.models import Pin, Plan
 from bot.core.specs import split_requirement, with_specifier
-from bot.errors import InputError, PinbumpError
-
-
-class ApplyError(PinbumpError):
-    """An edit cannot be made safely; nothing is written."""
-
-
-class DockerfileConflict(ApplyError):
-    """One Dockerfile gives the same ARG two different defaults."""
+from bot.errors import ApplyError, DockerfileConflict, InputError
 
 
 @dataclass(frozen=True)

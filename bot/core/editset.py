@@ -11,7 +11,6 @@ from typing import Any
 from bot.core.config import Policy
 from bot.core.edits import (
     BUILTIN_DOC_PATTERNS,
-    ApplyError,
     Bump,
     EditSet,
     FileEdit,
@@ -26,6 +25,7 @@ from bot.core.edits import (
     validate_requirements,
 )
 from bot.core.models import Pin, Plan
+from bot.errors import ApplyError
 
 DOC_SUFFIXES = (".py", ".md", ".rst", ".txt")
 DOCKERFILE_GLOBS = ("Dockerfile", "*.Dockerfile", "Dockerfile.*", "*.dockerfile")

@@ -20,7 +20,7 @@ from bot.core.environment import Environment
 from bot.core.indexmodel import IndexModel, IndexRef
 from bot.core.models import Change, DistFile, IndexProblem, Pin, Plan, Rejection
 from bot.core.specs import clause_version, other_clauses, replace_clause, split_requirement
-from bot.errors import IndexError_, InputError, ResolutionError, UnknownPackage
+from bot.errors import Conflict, IndexError_, InputError, ResolutionError, UnknownPackage
 
 
 class Source(Protocol):
@@ -198,7 +198,7 @@ def make_plan(target: Target, policy: Policy, source: Source, now: datetime, *,
     current = max(currents) if currents else None
     own = _own_bounds(ctx)
     releases = _releases(ctx, group.lead)
-    failures: list[str] = []
+    conflicts: list[Conflict] = []
     for version in sorted(releases, reverse=True):
         if current is not None and version < current:
             break
@@ -220,14 +220,14 @@ def make_plan(target: Target, policy: Policy, source: Source, now: datetime, *,
         if reason is not None:
             ctx.rejected.append(Rejection(group.lead, str(version), reason,
                                           _uploaded(releases[version])))
-            failures.append(f"{group.lead} {version}: {reason}")
+            conflicts.append(Conflict(group.lead, str(version), reason))
             continue
         assert chosen is not None
         return _build_plan(ctx, version, current, chosen)
+    unavailable = None
     if current is not None and current not in releases:
-        failures.append(_missing_current(ctx, group.lead, current))
-    raise ResolutionError("no complete and consistent set for group "
-                          f"{group.name!r}: " + "; ".join(failures or ["no versions"]))
+        unavailable = _missing_current(ctx, group.lead, current)
+    raise ResolutionError(group.name, conflicts, unavailable)
 
 
 def _uploaded(files: Sequence[DistFile]) -> datetime | None:
