@@ -36,7 +36,8 @@ CALLER = ("from flashinfer import fp4_quantize as _fq\n\n\n"
 CONFIG = ('reviewers = ["alice"]\n'
           '[runner-labels]\nsm90 = ["self-hosted", "linux", "gpu", "sm90"]\n'
           'multi-gpu = ["self-hosted", "linux", "gpu", "multi-gpu"]\n')
-REQUIRED = ["pinbump/gpu-gate/sm90", "pinbump/gpu-gate/multi-gpu"]
+GPU_JOBS = ["pinbump/gpu-gate/sm90", "pinbump/gpu-gate/multi-gpu"]
+REQUIRED = [*GPU_JOBS, "pinbump/drift"]  # run sets pinbump/drift; the gate requires it too
 
 
 def sources(fp4: str, ws: str) -> dict[str, str]:
@@ -219,6 +220,7 @@ def test_gate_pending_failed_passed_and_merged(github_world: World,
     assert "pending on" in capsys.readouterr().err
     world.status(sha, REQUIRED[0], "success")
     world.status(sha, REQUIRED[1], "failure")
+    world.status(sha, "pinbump/drift", "success")
     reports = world.checkout.parent / "reports" / "gpu-gate-multi-gpu"
     reports.mkdir(parents=True)
     (reports / "summary.md").write_text("### GPU gate: flashinfer 0.6.8.post1 → 0.6.11: "
@@ -518,7 +520,8 @@ def test_rerun_dispatches_the_gate_a_failed_run_left_out(
     assert world.emu.state.dispatches == [{"workflow": "pinbump-gpu-gate.yml", "ref": "main",
                                            "inputs": {"pr": str(pr), "sha": head}}]
     queued = {(s["sha"], s["context"], s["obj"]["state"]) for s in world.emu.state.statuses}
-    assert queued == {(head, c, "pending") for c in REQUIRED}
+    assert queued == {(head, c, "pending") for c in GPU_JOBS} | {
+        (head, "pinbump/drift", "success")}
     assert world.run() == 0  # converged: nothing is missing any more
     assert not last_json(capsys.readouterr().out)["dispatched"]
     assert len(world.emu.state.dispatches) == 1
@@ -607,7 +610,8 @@ def test_statuses_come_from_the_artifacts_read_as_data(
     assert gpu_cmd(world, "report-gpu", result["pr"], result["head_sha"], "--reports",
                    str(reports), "--target-url", "https://ci.example.invalid/run/5") == 0
     final = {s["context"]: (s["obj"]["state"], s["obj"]["description"])
-             for s in world.emu.state.statuses if s["obj"]["state"] != "pending"}
+             for s in world.emu.state.statuses if s["obj"]["state"] != "pending"
+             and s["context"] != "pinbump/drift"}  # run's own status, not the artifacts'
     assert final == {"pinbump/gpu-gate/sm90": ("success", "gpu_tests passed"),
                      "pinbump/gpu-gate/multi-gpu": (
                          "failure", "unreadable result: gate.json has no boolean 'passed'")}
@@ -628,7 +632,7 @@ def test_gate_and_status_speak_json(github_world: World,
     assert world.gate(pr, "--json") == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["pr"], out["state"], out["sha"], out["exit_code"]) == (pr, "pending", sha, 0)
-    assert out["passed"] == [REQUIRED[0]] and out["waiting"] == [REQUIRED[1]]
+    assert out["passed"] == [REQUIRED[0]] and out["waiting"] == REQUIRED[1:]
     world.status(sha, REQUIRED[1], "failure")
     assert world.gate(pr, "--json") == 1
     out = json.loads(capsys.readouterr().out)
@@ -677,3 +681,74 @@ def test_git_errors_carry_all_of_git_stderr_without_the_token(
     assert line.startswith("pinbump: error: git push")
     assert "protected branch hook declined" in line and "is not allowed here" in line
     assert TOKEN not in err and "***" in line
+
+
+LEGACY = ("from flashinfer.quantization.fp4 import legacy_quantize\n\n\n"
+          "def old_path(x):\n    return legacy_quantize(x)\n")
+
+
+def test_run_commits_the_codemod_apart_and_sets_the_drift_status(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    result = last_json(capsys.readouterr().out)
+    branch = "pinbump/flashinfer-0.6.11"
+    log = git(world.bare, "log", "--format=%s", f"main..{branch}").splitlines()
+    assert log == ["Pass 1 call by keyword for flashinfer-python 0.6.11",
+                   "Bump flashinfer-python to 0.6.11"]
+    message = git(world.bare, "log", "-1", "--format=%B", branch)
+    assert "- python/sglang/srt/layers/fp4.py:5 flashinfer.fp4_quantize(enable_pdl, backend)" \
+        in message
+    codemod = git(world.bare, "show", "--format=", branch)  # the codemod commit alone
+    assert "-    return _fq(x, s, 16, False, True, False, pdl, 'cuda')" in codemod
+    assert "+    return _fq(x, s, 16, False, True, False, enable_pdl=pdl, backend='cuda')" \
+        in codemod
+    assert "flashinfer_python==" not in codemod  # the pins are in the first commit
+    [status] = [s for s in world.emu.state.statuses if s["context"] == "pinbump/drift"]
+    assert status["sha"] == result["head_sha"] and status["obj"]["state"] == "success"
+    body = world.emu.state.items[result["pr"]]["body"]
+    assert "Not ready" not in body
+    writes = len(world.emu.writes())
+    assert world.run() == 0  # the same two commits: nothing pushed, no second status
+    assert not last_json(capsys.readouterr().out)["pushed"]
+    assert len(world.emu.writes()) == writes
+
+
+@pytest.fixture
+def legacy_world(tmp_path: Path, pypi: PypiServer, monkeypatch: pytest.MonkeyPatch):
+    """0.6.11 removed a function the target calls: a breaking call no codemod can fix."""
+    publish(pypi, "0.6.8.post1", FP4_OLD + "\n\ndef legacy_quantize(x):\n    return x\n",
+            WS_OLD)
+    publish(pypi, "0.6.11", FP4_NEW, WS_NEW)
+    for v in ("4.4.2", "4.5.0"):
+        pypi.add("nvidia-cutlass-dsl", v, uploaded=OLD)
+    pypi.add("quack-kernels", "0.3.0", uploaded=OLD)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    w = World(tmp_path, pypi, {**TREE, "python/sglang/srt/layers/legacy.py": LEGACY})
+    yield w
+    w.close()
+    assert w.emu.violations == [], "\n".join(w.emu.violations)
+
+
+def test_unfixable_calls_put_a_banner_on_top_and_fail_the_gate(
+        legacy_world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    world = legacy_world
+    assert world.run() == 0
+    result = last_json(capsys.readouterr().out)
+    body = world.emu.state.items[result["pr"]]["body"]
+    first = body.split("\n")[1:3]
+    assert first[0] == "> [!CAUTION]"
+    assert first[1].startswith("> **Not ready: 1 call needs a hand fix** ")
+    link = ("[python/sglang/srt/layers/legacy.py:5](https://github.com/acme/serving/blob/"
+            "pinbump/flashinfer-0.6.11/python/sglang/srt/layers/legacy.py#L5)")
+    assert f"> - {link} `flashinfer.quantization.fp4.legacy_quantize`:" in body
+    html = cmarkgfm.github_flavored_markdown_to_html(body)
+    assert "<strong>Not ready: 1 call needs a hand fix</strong>" in html
+    sha = result["head_sha"]
+    [status] = [s for s in world.emu.state.statuses if s["context"] == "pinbump/drift"]
+    assert (status["sha"], status["obj"]["state"]) == (sha, "failure")
+    assert status["obj"]["description"] == "1 call needs a hand fix"
+    for context in GPU_JOBS:  # every GPU job passed: the drift status still holds it
+        world.status(sha, context, "success")
+    assert world.gate(result["pr"]) == 1
+    assert world.emu.state.merges == []
+    assert "`pinbump/drift`" in world.emu.state.comments[result["pr"]][-1]["body"]

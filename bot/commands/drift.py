@@ -201,13 +201,6 @@ def drift(ws: Workspace, services: Services, from_version: str | None,
     return DriftOutcome(report, fixed, unfixed, old, new, rewritten, before)
 
 
-def mentions_lead(texts: Mapping[str, str], lead: str) -> bool:
-    """Whether any Python file of the target names the lead's import package (a byte-speed
-    check before fetching two versions of it)."""
-    guesses = import_guesses(lead)
-    return any(p.endswith(".py") and any(g in t for g in guesses) for p, t in texts.items())
-
-
 def codemod_file_edits(outcome: DriftOutcome) -> list[FileEdit]:
     """The codemod's rewrites as apply's edits (kind ``codemod``, one per fixed call)."""
     out = []
@@ -234,18 +227,25 @@ def with_codemod(edits: EditSet, codemod: list[FileEdit]) -> EditSet:
     return EditSet([by_path[p] for p in sorted(by_path)], edits.left_unchanged)
 
 
+def edited_sources(ws: Workspace, edits: EditSet) -> dict[str, str]:
+    """The Python files that name the lead, as they read once ``edits`` are made."""
+    guesses = import_guesses(ws.group.lead)
+    texts = {p: t for p, t in ws.holding([g.encode() for g in guesses]).items()
+             if p.endswith(".py")}
+    texts.update({f.path: f.new for f in edits.files if f.path.endswith(".py")})
+    return texts
+
+
 def codemod_for_apply(ws: Workspace, services: Services, plan: Plan, edits: EditSet,
                       notes: list[str]) -> tuple[EditSet, list[str]]:
     """apply's keyword-binding codemod, computed on the pin-edited texts so that one
     all-or-nothing write holds both. When the drift cannot be computed the bump still
     stands, and a note says why the calls were not checked."""
-    if not plan.changes or not plan.lead_current or plan.lead_current == plan.lead_target \
-            or not mentions_lead(ws.files, plan.lead):
+    if not plan.changes or not plan.lead_current or plan.lead_current == plan.lead_target:
         return edits, notes
-    edited = {**ws.files, **{f.path: f.new for f in edits.files}}
     try:
         outcome = drift(ws, services, plan.lead_current, plan.lead_target, fix=True,
-                        sources=edited, write=False)
+                        sources=edited_sources(ws, edits), write=False)
     except PinbumpError as exc:
         return edits, [*notes, f"calls were not checked for API drift: {exc}"]
     notes = list(notes)

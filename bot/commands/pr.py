@@ -21,9 +21,10 @@ from bot.adapters.github import (
     RecordingGitHub,
     check_api_url,
 )
+from bot.adapters.writer import write_all
 from bot.commands.apply import apply
 from bot.commands.context import PlanOptions, Services, load_workspace, open_services
-from bot.commands.drift import drift
+from bot.commands.drift import DriftOutcome, drift, edited_sources
 from bot.commands.plan import plan as make_plan
 from bot.core.botpr import bot_branch, not_bot_reasons
 from bot.core.config import STATUS_PREFIX, Policy
@@ -54,6 +55,13 @@ from bot.core.workspace import Workspace
 from bot.errors import InputError, PinbumpError
 
 GATE_INPUTS = ("pr", "sha")  # the inputs of the gate workflow's workflow_dispatch
+DRIFT_STATUS = "pinbump/drift"  # failure while a breaking call remains; the gate requires it
+
+
+def required_checks(policy: Policy) -> tuple[str, ...]:
+    """What the gate waits for: the GPU jobs' statuses (or the configured ones) and drift."""
+    required = policy.checks_required
+    return required if DRIFT_STATUS in required else (*required, DRIFT_STATUS)
 DASHBOARD_LABEL = "pinbump"
 
 
@@ -101,6 +109,7 @@ class RunOptions:
     base: str  # the base branch
     url: str  # the remote's URL: fetched from, pushed to
     as_of: str | None = None
+    repo: str = ""  # OWNER/NAME on GitHub, for links to the branch's lines
 
 
 @dataclass
@@ -130,7 +139,7 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
             scratch_checkout(git, url, base) as scratch:
         ws = load_workspace(scratch.cwd, plan_opts.overrides)
         bot = BotServices(services, scratch, github)
-        return bump(ws, bot, RunOptions(base, url, plan_opts.as_of))
+        return bump(ws, bot, RunOptions(base, url, plan_opts.as_of, gh_opts.repo))
 
 
 def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
@@ -146,11 +155,12 @@ def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
         dashboard = _dashboard(bot, plan, open_prs[0] if open_prs else None, ws.policy)
         return RunResult(action="nothing", dashboard=None if bot.dry_run else dashboard)
     branch = bot_branch(ws.group.name, plan.lead_target)
-    body = _body(ws, bot, plan)
-    head_sha, pushed = _commit_and_push(bot, plan, opts, branch)
+    body, outcome = _body(ws, bot, plan, _blob_url(opts, bot, branch))
+    head_sha, pushed = _commit_and_push(bot, plan, opts, branch, outcome)
     result = RunResult(action="unchanged", branch=branch, head_sha=head_sha, pushed=pushed,
                        body=body)
     _open_or_update(ws, bot, plan, opts, result)
+    _drift_status(bot, head_sha, outcome.report if outcome else None)
     if bot.dry_run:
         bot.say(f"dry run: would push {branch} and open or update its PR; nothing was "
                 "changed")
@@ -158,34 +168,51 @@ def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
     return result
 
 
-def _body(ws: Workspace, bot: BotServices, plan: Plan) -> str:
-    """Apply the plan in the scratch checkout and compute the drift: the PR body."""
+def _body(ws: Workspace, bot: BotServices, plan: Plan, blob_url: str | None
+          ) -> tuple[str, DriftOutcome | None]:
+    """Apply the plan in the scratch checkout and compute the drift with its codemod (kept in
+    the outcome, committed apart from the pins): the PR body."""
     applied = apply(ws, plan)
     notes = applied.notes
-    report: DriftReport | None = None
+    outcome: DriftOutcome | None = None
     try:
-        report = drift(ws, bot.base, plan.lead_current, plan.lead_target).report
+        outcome = drift(ws, bot.base, plan.lead_current, plan.lead_target, fix=True,
+                        sources=edited_sources(ws, applied.edits), write=False)
     except PinbumpError as exc:
         notes = [*notes, f"API drift could not be computed: {exc}"]
     policy = ws.policy
-    gate = GateInfo(policy.gate_workflow, policy.runner_labels, policy.checks_required)
-    return pr_body(plan, applied.edits, report, gate, notes)
+    gate = GateInfo(policy.gate_workflow, policy.runner_labels, required_checks(policy))
+    return pr_body(plan, applied.edits, outcome.report if outcome else None, gate, notes,
+                   blob_url=blob_url), outcome
 
 
-def _commit_and_push(bot: BotServices, plan: Plan, opts: RunOptions, branch: str
-                     ) -> tuple[str, bool]:
-    """Commit the applied tree; push it unless the remote branch already holds the same tree
-    on the same base. Returns (head SHA, whether a new commit was pushed)."""
+def _blob_url(opts: RunOptions, bot: BotServices, branch: str) -> str | None:
+    """Where the branch's files are shown on GitHub, for the banner's links."""
+    return f"https://{bot.git.host}/{opts.repo}/blob/{branch}" if opts.repo else None
+
+
+def _commit_and_push(bot: BotServices, plan: Plan, opts: RunOptions, branch: str,
+                     outcome: DriftOutcome | None = None) -> tuple[str, bool]:
+    """Commit the applied tree, then the codemod's rewrites in a commit of their own; push
+    unless the remote branch already holds the same tree with as many commits on the same
+    base. Returns (head SHA, whether a new commit was pushed)."""
     git = bot.git
     git.run("add", "-A")
     git.run("commit", "--quiet", "--no-verify", "-m", _message(plan))
+    commits = 1
+    if outcome is not None and outcome.rewritten:
+        write_all(git.cwd, {p: t.encode("utf-8") for p, t in outcome.rewritten.items()},
+                  {p: t.encode("utf-8") for p, t in outcome.before.items()})
+        git.run("add", "-A")
+        git.run("commit", "--quiet", "--no-verify", "-m", codemod_message(plan, outcome))
+        commits = 2
     new_tree = git.run("rev-parse", "HEAD^{tree}")
     remote_sha = git.remote_head(opts.url, branch)
     if remote_sha:
         git.run("fetch", "--quiet", "--no-tags", opts.url,
                 f"+refs/heads/{branch}:refs/remotes/bot/{branch}")
         if git.run("rev-parse", f"{remote_sha}^{{tree}}") == new_tree and \
-                git.run("rev-parse", f"{remote_sha}^") == git.rev(f"refs/remotes/base/{opts.base}"):
+                git.rev(f"{remote_sha}~{commits}") == git.rev(f"refs/remotes/base/{opts.base}"):
             return remote_sha, False
     head = git.run("rev-parse", "HEAD")
     pushed = git.push(opts.url, branch, remote_sha)
@@ -241,6 +268,38 @@ def _open_or_update(ws: Workspace, bot: BotServices, plan: Plan, opts: RunOption
     result.dashboard = _dashboard(bot, plan, github.pull(mine.number), policy)
 
 
+def codemod_message(plan: Plan, outcome: DriftOutcome) -> str:
+    n = len(outcome.fixed)
+    lines = [f"Pass {n} call{'s' if n != 1 else ''} by keyword for {plan.lead} "
+             f"{plan.lead_target}", "",
+             f"{plan.lead} {plan.lead_target} would bind these positional arguments to other "
+             "parameters; each now names the parameter it bound under "
+             f"{plan.lead_current}:", ""]
+    lines += [f"- {f.file}:{f.line} {f.function}({', '.join(k for _, k in f.fix)})"
+              for f in outcome.fixed]
+    lines += ["", "Generated by pinbump (drift --fix)."]
+    return "\n".join(lines)
+
+
+def _drift_status(bot: BotServices, sha: str, report: DriftReport | None) -> None:
+    """``pinbump/drift`` on the head SHA: failure while a breaking call remains (error when
+    drift could not be computed), success otherwise; written only when it changes."""
+    if report is None:
+        state, text = "error", "API drift could not be computed: see the PR body"
+    elif report.breaking:
+        n = len(report.breaking)
+        state, text = "failure", f"{n} call{'s need' if n != 1 else ' needs'} a hand fix"
+    else:
+        state, text = "success", "no call of the target breaks"
+    current = next((c for c in bot.github.checks(sha) if c.name == DRIFT_STATUS), None)
+    if current is not None and current.state == ("success" if state == "success"
+                                                  else "failure"):
+        return  # already says so (the adapter reads error as failure)
+    bot.github.set_status(sha, DRIFT_STATUS, state, description=text)
+    if not bot.dry_run:
+        bot.say(f"set {DRIFT_STATUS} to {state} on {sha[:12]}: {text}")
+
+
 def _message(plan: Plan) -> str:
     lines = [f"Bump {plan.lead} to {plan.lead_target}", ""]
     lines += [f"- {c.package}: {c.specifier_before} -> {c.specifier_after} ({c.reason})"
@@ -253,7 +312,7 @@ def _dashboard(bot: BotServices, plan: Plan, pr: PullInfo | None, policy: Policy
     github = bot.github
     state = None
     if pr is not None:
-        state = decide(policy.checks_required, github.checks(pr.head_sha)).state
+        state = decide(required_checks(policy), github.checks(pr.head_sha)).state
     body = dashboard_body(plan, pr.url if pr else None, state)
     found = github.find_issue(DASHBOARD_TITLE, DASHBOARD_LABEL)
     action = decide_dashboard(found, body)
@@ -339,9 +398,10 @@ def gate(github: GitHubPort, number: int, policy: Policy, *, out: IO[str],
     pr = github.pull(number)
     is_open = pr.state == "open" and not pr.merged
     checks = github.checks(pr.head_sha) if is_open else []
-    failed = is_open and decide(policy.checks_required, checks).state == GateState.FAILURE
+    required = required_checks(policy)
+    failed = is_open and decide(required, checks).state == GateState.FAILURE
     comments = github.comments(number) if failed else []  # read only when they matter
-    verdict = decide_gate(pr, policy.checks_required, checks, comments, not_bot or ())
+    verdict = decide_gate(pr, required, checks, comments, not_bot or ())
     decision = verdict.decision
     if verdict.action == GateAction.SKIP:
         say(f"#{number} is {verdict.state}: nothing to gate")

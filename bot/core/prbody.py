@@ -122,6 +122,12 @@ def pr_body(plan: Plan, edits: EditSet, drift: DriftReport | None, gate: GateInf
     for job, labels in gate.runner_labels.items():
         status = next((r for r in gate.required if r.endswith(f"/{job}")), "—")
         out.append(f"| {escape_text(job)} | {_code(', '.join(labels))} | {_code(status)} |")
+    others = [r for r in gate.required if not any(r.endswith(f"/{job}")
+                                                   for job in gate.runner_labels)]
+    if others:
+        out += ["", "Also required on the head commit: " + ", ".join(_code(r) for r in others)
+                + (" (failing while a call of the target needs a hand fix)"
+                   if "pinbump/drift" in others else "") + "."]
     rerun = code_span(f"gh workflow run {gate.workflow} -f pr=<this PR> -f sha=<head SHA>")
     out += ["", f"Re-run the gate: {rerun}, or re-run the failed jobs from the Actions tab. "
             "Maintainers can also add the `gpu-gate` label.", "",

@@ -80,9 +80,16 @@ def drift_text(report: DriftReport, width: int = 140) -> str:
 
 # -- Markdown ------------------------------------------------------------------------------
 def _where(f: Finding, blob_url: str | None) -> str:
+    """``file:line``, linked to the line on GitHub when the URL is a plain https one."""
+    label = f"{f.file}:{f.line}"
     if not blob_url:
-        return code_span(f"{f.file}:{f.line}", in_table=True)
-    return link(f"{f.file}:{f.line}", f"{blob_url}/{quote(f.file)}#L{f.line}")
+        return code_span(label, in_table=True)
+    url = f"{blob_url}/{quote(f.file)}"
+    linked = link(label, url)
+    tail = f"]({url})"
+    if not linked.endswith(tail):  # not a safe URL: the label alone, inert
+        return code_span(label, in_table=True)
+    return f"{linked[:-1]}#L{int(f.line)})"  # the line anchor: digits only
 
 
 def _row(f: Finding, blob_url: str | None = None) -> str:
@@ -181,7 +188,8 @@ def hand_fix_banner(report: DriftReport | None, blob_url: str | None = None,
     out = [f"> [!CAUTION]\n> **Not ready: {n} call{'s' if n != 1 else ''} "
            f"need{'s' if n == 1 else ''} a hand fix** ({escape_text(report.package)} "
            f"{escape_text(report.new_version)} would break {'them' if n != 1 else 'it'}; "
-           "the `pinbump/drift` status fails until they are fixed):"]
+           f"the `pinbump/drift` status fails until {'they are' if n != 1 else 'it is'} "
+           "fixed):"]
     for f in report.unfixed[:limit]:
         out.append(f"> - {_where(f, blob_url)} {code_span(f.function)}: "
                    f"{escape_message(f.detail)}")
