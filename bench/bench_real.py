@@ -188,7 +188,8 @@ def round_trips(tree: Path, label: str, work: Path, as_of: str) -> None:
     chain of requests that ran one after another)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from bot.adapters.http import HttpClient
-    from bot.commands.pipeline import PlanOptions, planned
+    from bot.commands.context import PlanOptions, load_workspace, open_services
+    from bot.commands.plan import plan
 
     spans: list[tuple[float, float, str]] = []
     original = HttpClient.request
@@ -203,11 +204,12 @@ def round_trips(tree: Path, label: str, work: Path, as_of: str) -> None:
     HttpClient.request = traced  # type: ignore[method-assign,assignment]
     try:
         opts = PlanOptions(repo=tree, as_of=as_of, cache_dir=work / "rt-cache")
-        with HttpClient(opts.cache) as http:
+        ws = load_workspace(opts.repo, opts.overrides)
+        with open_services(opts) as services:
             start = time.perf_counter()
-            with planned(opts, http=http):
-                wall = time.perf_counter() - start
-            nbytes = http.stats.bytes_received
+            plan(ws, services, as_of)
+            wall = time.perf_counter() - start
+            nbytes = services.http.stats.bytes_received
     finally:
         HttpClient.request = original  # type: ignore[method-assign]
     spans.sort()
@@ -281,13 +283,18 @@ def main() -> None:
                  "vllm": unpack(sdist("vllm", args.vllm), work / "src")}
         for name, tree in trees.items():
             label = f"{name} {tree.name.split('-', 1)[1]}"
-            if "plan" in steps:
-                plan(tree, label, work / f"plan-{name}", args.repeats, args.as_of, args.python)
-                round_trips(tree, label, work / f"plan-{name}", args.as_of)
-            if "apply" in steps:
-                apply(tree, label, work / f"apply-{name}", args.repeats, args.as_of)
-            if "drift" in steps:
-                drift(tree, label, work / f"drift-{name}", args.repeats, args.as_of)
+            try:
+                if "plan" in steps:
+                    plan(tree, label, work / f"plan-{name}", args.repeats, args.as_of,
+                         args.python)
+                    round_trips(tree, label, work / f"plan-{name}", args.as_of)
+                if "apply" in steps:
+                    apply(tree, label, work / f"apply-{name}", args.repeats, args.as_of)
+                if "drift" in steps:
+                    drift(tree, label, work / f"drift-{name}", args.repeats, args.as_of)
+            except SystemExit as failed:  # one tree's failure is a figure too
+                last = str(failed).strip().splitlines()[-1]
+                row("(failed)", label, last.replace("|", "\\|"))
         if "scale" in steps:
             scale(trees["sglang"], work / "scale", args.scale, args.repeats, args.as_of)
 

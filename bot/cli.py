@@ -20,6 +20,7 @@ from bot.errors import InputError, PinbumpError
 if TYPE_CHECKING:
     from bot.commands.context import PlanOptions
     from bot.commands.pr import GitHubOptions
+    from bot.core.workspace import Workspace
 
 
 def _as_of(value: str) -> str:
@@ -391,7 +392,8 @@ def cmd_install_workflows(args: argparse.Namespace) -> int:
 
 @contextmanager
 def progress(message: str) -> Iterator[None]:
-    """A spinner on stderr while the index is queried, only when stderr is a terminal."""
+    """A spinner on stderr while something slow runs, only when stderr is a terminal: a pipe
+    or a file gets nothing but the result."""
     if not sys.stderr.isatty():
         yield
         return
@@ -411,13 +413,21 @@ def plan_options(args: argparse.Namespace) -> PlanOptions:
                        channel=args.channel, strict=args.strict)
 
 
+def _read_target(opts: PlanOptions) -> Workspace:
+    """The target, read once (a spinner on a terminal: a large tree takes seconds)."""
+    from bot.commands.context import load_workspace
+
+    with progress(f"reading {opts.repo}"):
+        return load_workspace(opts.repo, opts.overrides)
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
-    from bot.commands.context import load_workspace, open_services
+    from bot.commands.context import open_services
     from bot.commands.plan import plan
     from bot.render.report import plan_json, plan_text
 
     opts = plan_options(args)
-    ws = load_workspace(opts.repo, opts.overrides)
+    ws = _read_target(opts)
     with open_services(opts, progress=None if args.json else progress) as services:
         result = plan(ws, services, opts.as_of)
     sys.stdout.write(plan_json(result) if args.json else plan_text(result))
@@ -426,12 +436,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from bot.commands.apply import apply
-    from bot.commands.context import load_workspace, open_services
+    from bot.commands.context import open_services
     from bot.commands.plan import plan
     from bot.core.editset import edits_json, edits_text, unified_diff
 
     opts = plan_options(args)
-    ws = load_workspace(opts.repo, opts.overrides)
+    ws = _read_target(opts)
     with open_services(opts, progress=None if args.json else progress) as services:
         result = plan(ws, services, opts.as_of)
         applied = apply(ws, result, write=not args.dry_run,
@@ -449,12 +459,12 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
-    from bot.commands.context import load_workspace, open_services
+    from bot.commands.context import open_services
     from bot.commands.drift import drift, publish_drift, read_gate_report
     from bot.render.drift import drift_json, drift_markdown, drift_text
 
     opts = plan_options(args)
-    ws = load_workspace(opts.repo, opts.overrides)
+    ws = _read_target(opts)
     gate_report = read_gate_report(args.gate_report)
     with open_services(opts) as services, \
             progress("loading both versions of the lead package"):

@@ -7,6 +7,7 @@ apply's editors and drift's call-site scan all work on the ``Tree`` it returns.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,18 +49,23 @@ def read_tree(root: Path) -> Tree:
     skipped: list[tuple[str, str]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not skipped_dir(d))
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        prefix = "" if rel_dir == "." else rel_dir + "/"
         for name in sorted(filenames):
-            path = Path(dirpath) / name
-            rel = path.relative_to(root).as_posix()
+            path = Path(dirpath, name)
+            rel = prefix + name
             try:
-                if path.is_symlink():
+                info = os.lstat(path)  # one call: link or not, regular or not, size
+                if stat.S_ISLNK(info.st_mode):
                     if file_kind(rel):
                         skipped.append((rel, "a symbolic link (not followed)"))
                     continue
-                size = path.stat().st_size
-                if size > MAX_BYTES:
+                if not stat.S_ISREG(info.st_mode):
+                    continue  # a FIFO or a socket: reading it could block
+                if info.st_size > MAX_BYTES:
                     if file_kind(rel):
-                        skipped.append((rel, f"over {MAX_BYTES // 2**20} MB ({size} bytes)"))
+                        skipped.append((rel, f"over {MAX_BYTES // 2**20} MB "
+                                             f"({info.st_size} bytes)"))
                     continue
                 data = path.read_bytes()
             except OSError as exc:
