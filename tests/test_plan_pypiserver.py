@@ -88,8 +88,8 @@ def test_as_of_replays_the_index(pypi: PypiServer, tmp_path: Path,
                             "0.6.11": day - timedelta(days=10),
                             "0.6.12": day + timedelta(days=1)})
     repo = write_target(tmp_path / "repo")
-    code, doc, _ = run_plan(capsys, repo, pypi.url, "--as-of", "2026-03-01")
-    assert code == 0 and doc is not None
+    code, doc, err = run_plan(capsys, repo, pypi.url, "--as-of", "2026-03-01")
+    assert code == 0 and doc is not None, err
     assert doc["lead"]["target"] == "0.6.11"
     assert ("flashinfer-python", "0.6.12") not in {(r["package"], r["version"])
                                                    for r in doc["rejected"]}
@@ -113,8 +113,8 @@ def test_known_bad_and_floor_raise_from_config(pypi: PypiServer, tmp_path: Path,
     assert changes["quack-kernels"]["specifier_before"] == ">=0.3.0"
     assert changes["quack-kernels"]["specifier_after"] == ">=0.4.0"
     assert {"package": "flashinfer-python", "version": "0.6.10.post1",
-            "reason": "known bad: allreduce fusion hangs; fixed in 0.6.11 (pinbump.toml)"} \
-        in doc["rejected"]
+            "reason": "known bad: allreduce fusion hangs; fixed in 0.6.11 (pinbump.toml)",
+            "uploaded": OLD.strftime("%Y-%m-%d")} in doc["rejected"]
 
 
 def test_conflicting_constraints_exit_2_and_name_them(pypi: PypiServer, tmp_path: Path,

@@ -439,6 +439,8 @@ def tied_package(variable: str, group_members: Iterable[str], lead: str) -> str 
         return stem
     if lead.startswith(stem + "-"):
         return lead
+    if "-" not in stem:  # PYTHON_VERSION is not flashinfer-python's
+        return None
     ends = [p for p in members if p.endswith("-" + stem)]
     return ends[0] if len(ends) == 1 else None
 
@@ -512,7 +514,7 @@ def _installs(path: str, text: str, scan: _Scan, *, section: str) -> dict[str, l
         branch = _GIT_BRANCH.search(line)
         if branch and re.search(rf"/{re.escape(scan.lead.split('-')[0])}(\.git)?\b", line) \
                 and _is_version(branch.group("version")):
-            line_no = start + _line_offset(text, start, branch.group(0)[:40])
+            line_no = start + _line_offset(text, start, branch.group("version"))
             scan.pins.append(Pin(scan.lead, f"{scan.lead}=={branch.group('version')}", path,
                                  line_no, f"{section} (git clone --branch)", kind="literal",
                                  literal=branch.group("version")))
@@ -552,16 +554,23 @@ def _dockerfile(path: str, text: str, scan: _Scan) -> None:
 
 
 def _shell(path: str, text: str, scan: _Scan) -> None:
-    _installs(path, text, scan, section="shell")
+    """``FLASHINFER_VERSION=0.6.8.post1`` in a CI script: a pin of the packages the script
+    installs with it (``flashinfer-cubin==${FLASHINFER_VERSION}``), else of the package its
+    name says."""
+    before = {k: set(v) for k, v in scan.args.items()}
+    fed = _installs(path, text, scan, section="shell")
+    mine = {name: scan.args[name] - before.get(name, set()) or scan.args[name] for name in fed}
     for number, line in enumerate(text.splitlines(), start=1):
         m = _SHELL_ASSIGN.match(line)
         if not m or not _is_version(m.group("value")):
             continue
-        package = tied_package(m.group("name"), scan.names, scan.lead)
-        if package:
-            value = m.group("value").lstrip("v")
+        name = m.group("name")
+        packages = mine.get(name) or (
+            {p} if (p := tied_package(name, scan.names, scan.lead)) else set())
+        value = m.group("value").lstrip("v")
+        for package in sorted(packages):
             scan.pins.append(Pin(package, f"{package}=={value}", path, number,
-                                 f"shell {m.group('name')}", kind="literal", literal=value))
+                                 f"shell {name}", kind="literal", literal=value))
 
 
 def _json(path: str, text: str, scan: _Scan, arg_names: set[str]) -> None:
@@ -661,7 +670,8 @@ def find_pins(root: Path, files: Mapping[str, str], names: set[str],
     parsed = {p.path: p for p in (pyprojects if pyprojects is not None
                                   else read_pyprojects(files, undecodable))}
     _check_text(undecodable)
-    lead = lead or next(iter(sorted(names)), "")
+    lead = lead or ("flashinfer-python" if "flashinfer-python" in names
+                    else next(iter(sorted(names)), ""))
     state = _Scan(names=names, lead=lead)
     tomls: list[TomlFile] = []
     requirement_files: dict[str, RequirementsFile] = {}

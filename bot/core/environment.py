@@ -125,7 +125,7 @@ class Environment:
 
     def describe(self) -> str:
         return f"{', '.join(describe_platform(p) for p in self.platforms)}, " \
-               f"Python {', '.join(self.pythons)}"
+               f"Python {', '.join(self.checked_pythons())}"
 
 
 def describe_platform(platform: str) -> str:

@@ -180,8 +180,8 @@ def build_model(members: Iterable[str], data: BuiltinData | None, *, pypi: str,
         out[package] = tuple(unique)
         if pdata and pdata.providers:
             providers[package] = pdata.providers
-        if pdata and pdata.moved and base:
-            hints[package] = pdata.moved.replace("{base}", base)
+        if pdata and pdata.moved:  # FlashInfer's own host, even when its indexes are off
+            hints[package] = pdata.moved.replace("{base}", base or DEFAULT_FLASHINFER_WHL)
     used = tuple(v for v in chosen if any(r.variant == v for refs in out.values()
                                           for r in refs))
     return IndexModel(indexes=out, variants=used, providers=providers, hints=hints,

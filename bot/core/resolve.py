@@ -20,7 +20,14 @@ from bot.core.environment import Environment
 from bot.core.indexmodel import IndexModel, IndexRef
 from bot.core.models import Change, DistFile, IndexProblem, Pin, Plan, Rejection
 from bot.core.specs import clause_version, other_clauses, replace_clause, split_requirement
-from bot.errors import Conflict, IndexError_, InputError, ResolutionError, UnknownPackage
+from bot.errors import (
+    Conflict,
+    IndexError_,
+    InputError,
+    PinbumpError,
+    ResolutionError,
+    UnknownPackage,
+)
 
 
 class Source(Protocol):
@@ -111,6 +118,12 @@ def screen(ctx: Context, package: str, version: Version, files: Sequence[DistFil
     The current pin (``current``) is exempt from the age, known-bad, yanked and platform
     checks: what is installed today never causes a downgrade; a warning says what is wrong."""
     policy = ctx.policy
+    if ctx.as_of and files and not (current or exempt_age):  # not yet published that day:
+        # not even a rejection (the current pin is judged below, with its own message)
+        installable = [f for f in files if ctx.env.installable(f)]
+        uploaded = first_upload(ctx, installable) if installable else None
+        if uploaded is not None and uploaded > ctx.now:
+            return HIDDEN
     bad = policy.known_bad_entry(package, version)
     if bad is not None:
         if not current:
@@ -137,6 +150,10 @@ def screen(ctx: Context, package: str, version: Version, files: Sequence[DistFil
     if missing and not current:
         return f"no wheel for {'; '.join(missing)}"
     if exempt_age or current:
+        if current and ctx.as_of and package == ctx.group.lead:
+            uploaded = first_upload(ctx, wheels)
+            if uploaded is not None and uploaded > ctx.now:
+                return HIDDEN  # pinned, but not yet published on the --as-of day
         return None
     uploaded = first_upload(ctx, wheels)
     if uploaded is None:
@@ -199,6 +216,7 @@ def make_plan(target: Target, policy: Policy, source: Source, now: datetime, *,
     own = _own_bounds(ctx)
     releases = _releases(ctx, group.lead)
     conflicts: list[Conflict] = []
+    hidden_current: str | None = None
     for version in sorted(releases, reverse=True):
         if current is not None and version < current:
             break
@@ -216,18 +234,31 @@ def make_plan(target: Target, policy: Policy, source: Source, now: datetime, *,
         if reason is None:
             chosen, reason = _solve_companions(ctx, version)
         if isinstance(reason, _Hidden):
+            if is_current:
+                hidden_current = _missing_current(ctx, group.lead, version)
             continue
         if reason is not None:
             ctx.rejected.append(Rejection(group.lead, str(version), reason,
-                                          _uploaded(releases[version])))
+                                          _upload_day(ctx, releases[version])))
             conflicts.append(Conflict(group.lead, str(version), reason))
             continue
         assert chosen is not None
         return _build_plan(ctx, version, current, chosen)
-    unavailable = None
+    unavailable = hidden_current
     if current is not None and current not in releases:
         unavailable = _missing_current(ctx, group.lead, current)
     raise ResolutionError(group.name, conflicts, unavailable)
+
+
+def _upload_day(ctx: Context, files: Sequence[DistFile]) -> datetime | None:
+    """When a rejected version was uploaded (PEP 700, else its wheel's Last-Modified)."""
+    wheels = [f for f in files if f.is_wheel]
+    if not wheels:
+        return _uploaded(files)
+    try:
+        return first_upload(ctx, wheels)
+    except PinbumpError:
+        return None
 
 
 def _uploaded(files: Sequence[DistFile]) -> datetime | None:
@@ -254,7 +285,8 @@ def _missing_current(ctx: Context, package: str, current: Version) -> str:
     files = everything.get(current)
     where = ", ".join(r.url for r in ctx.indexes(package))
     if ctx.as_of and files:
-        uploaded = _uploaded(files)
+        uploaded = _uploaded(files) or first_upload(ctx, [f for f in files if f.is_wheel]
+                                                    or files)
         when = f" (uploaded {uploaded:%Y-%m-%d})" if uploaded else ""
         return (f"{package} {current} (pinned) was not yet published on "
                 f"{ctx.now:%Y-%m-%d}{when}; choose a later --as-of")
