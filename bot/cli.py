@@ -121,6 +121,9 @@ def _github_commands(sub: Any) -> None:
     run.add_argument("--dry-run", action="store_true",
                      help="compute the branch and PR body; push and call GitHub for nothing")
     run.add_argument("--print-body", action="store_true", help="print the PR body")
+    run.add_argument("--gate-report", type=Path, metavar="FILE",
+                     help="gate.json of the last GPU gate run: behaviour it saw change becomes "
+                          "review findings in the PR body")
     run.set_defaults(handler=cmd_run)
 
     pr_gate = sub.add_parser("gate", help="merge the bot PR when every required check passed "
@@ -271,10 +274,12 @@ def _github_options(args: argparse.Namespace) -> GitHubOptions:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from bot.commands.drift import read_gate_report
     from bot.commands.pr import run_bot
 
     result = run_bot(plan_options(args), _github_options(args), args.base,
-                     dry_run=args.dry_run, remote=args.remote, out=sys.stderr)
+                     dry_run=args.dry_run, remote=args.remote, out=sys.stderr,
+                     gate_report=read_gate_report(args.gate_report))
     if args.print_body or args.dry_run:
         sys.stdout.write(result.body)
     if args.json:

@@ -173,6 +173,7 @@ import flashinfer.comm as comm
 
 _ws = comm.create_allreduce_fusion_workspace("trtllm", 8)
 _ws_tp = comm.create_allreduce_fusion_workspace("trtllm", 8, group=None)
+_ws_kw = comm.create_allreduce_fusion_workspace(**options)  # cannot tell: advised
 
 
 def quantize(x, scale):
@@ -195,10 +196,10 @@ def test_shipped_advisories_for_the_built_in_group(
     report = analyse({"serving.py": SERVING}, {"flashinfer"}, *flashinfer_apis,
                      "flashinfer-python", reviews=[Advisories(advisories)])
     review = {(f.line, f.detail) for f in report.of("review")}
-    assert len(review) == 2  # the workspace call without group, and the quantize call
-    (ws_line, ws), (q_line, q) = sorted(review)
-    assert ws_line == 4 and "pass the sub-group (group=...)" in ws
-    assert q_line == 9 and "global_scale must have shape [1] or [num_tokens]" in q
+    assert len(review) == 3  # the workspace calls not seen passing group, the quantize call
+    (ws_line, ws), (kw_line, kw), (q_line, q) = sorted(review)
+    assert (ws_line, kw_line) == (4, 6) and ws == kw and "pass the sub-group (group=...)" in ws
+    assert q_line == 10 and "global_scale must have shape [1] or [num_tokens]" in q
     assert all("\n" not in d for _, d in review)  # one line each
 
 
@@ -210,11 +211,11 @@ def test_review_from_the_gpu_gate_observations(
     report = analyse({"serving.py": SERVING}, {"flashinfer"}, *flashinfer_apis,
                      "flashinfer-python", reviews=[gate])
     review = {f.line: f for f in report.of("review")}
-    assert sorted(review) == [4, 5, 9]
-    assert review[9].change == "GPU gate: recorded behaviour changed"
-    assert review[9].detail.startswith("check the inputs this call passes: the GPU gate saw "
+    assert sorted(review) == [4, 5, 6, 10]
+    assert review[10].change == "GPU gate: recorded behaviour changed"
+    assert review[10].detail.startswith("check the inputs this call passes: the GPU gate saw "
                                        "`global_scale[2]` change from 'accepted' to 'rejected")
-    assert review[9].detail.endswith("(+1 more)")
+    assert review[10].detail.endswith("(+1 more)")
     assert "`accepts_group` change from False to True" in review[4].detail
     # a report of other versions maps onto nothing
     other = parse_observations(GATE_JSON.read_text().replace('"0.6.11"', '"0.6.12"'), "g")

@@ -687,9 +687,13 @@ LEGACY = ("from flashinfer.quantization.fp4 import legacy_quantize\n\n\n"
           "def old_path(x):\n    return legacy_quantize(x)\n")
 
 
+GATE_JSON = Path(__file__).resolve().parents[1] / "gpu_tests" / "results" / \
+    "2026-11-29-h200" / "ab-gate.json"  # a real GPU gate run, 0.6.8.post1 -> 0.6.11
+
+
 def test_run_commits_the_codemod_apart_and_sets_the_drift_status(
         world: World, capsys: pytest.CaptureFixture[str]) -> None:
-    assert world.run() == 0
+    assert world.run("--gate-report", str(GATE_JSON)) == 0
     result = last_json(capsys.readouterr().out)
     branch = "pinbump/flashinfer-0.6.11"
     log = git(world.bare, "log", "--format=%s", f"main..{branch}").splitlines()
@@ -707,8 +711,16 @@ def test_run_commits_the_codemod_apart_and_sets_the_drift_status(
     assert status["sha"] == result["head_sha"] and status["obj"]["state"] == "success"
     body = world.emu.state.items[result["pr"]]["body"]
     assert "Not ready" not in body
+    visible = body[body.index("### API drift"):].split("<details>")[0]
+    # the gate's observation diff and the shipped advisory, on the one fp4_quantize call
+    where = ("[python/sglang/srt/layers/fp4.py:5](https://github.com/acme/serving/blob/"
+             "pinbump/flashinfer-0.6.11/python/sglang/srt/layers/fp4.py#L5)")
+    assert f"| review | {where} | `flashinfer.fp4_quantize` | GPU gate: recorded behaviour " \
+           "changed | check the inputs this call passes: the GPU gate saw `global_scale[2]` " \
+           "change" in visible
+    assert "global_scale must have shape \\[1\\] or \\[num_tokens\\]" in visible
     writes = len(world.emu.writes())
-    assert world.run() == 0  # the same two commits: nothing pushed, no second status
+    assert world.run("--gate-report", str(GATE_JSON)) == 0  # the same two commits: no push
     assert not last_json(capsys.readouterr().out)["pushed"]
     assert len(world.emu.writes()) == writes
 

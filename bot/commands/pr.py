@@ -41,7 +41,7 @@ from bot.core.decisions import (
     supersede_comment,
     undispatched,
 )
-from bot.core.drift import DriftReport
+from bot.core.drift import DriftReport, ReviewSource
 from bot.core.models import Plan, PullInfo
 from bot.core.prbody import (
     DASHBOARD_TITLE,
@@ -110,6 +110,7 @@ class RunOptions:
     url: str  # the remote's URL: fetched from, pushed to
     as_of: str | None = None
     repo: str = ""  # OWNER/NAME on GitHub, for links to the branch's lines
+    gate_report: ReviewSource | None = None  # a GPU gate run's observations, for drift
 
 
 @dataclass
@@ -126,7 +127,8 @@ class RunResult:
 
 
 def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_run: bool,
-            remote: str = "origin", out: IO[str]) -> RunResult:
+            remote: str = "origin", out: IO[str], gate_report: ReviewSource | None = None
+            ) -> RunResult:
     """The door of ``pinbump run``: services built once, the base checked out once."""
     token = gh_opts.token(needed=not dry_run)
     root = plan_opts.repo
@@ -139,7 +141,7 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
             scratch_checkout(git, url, base) as scratch:
         ws = load_workspace(scratch.cwd, plan_opts.overrides)
         bot = BotServices(services, scratch, github)
-        return bump(ws, bot, RunOptions(base, url, plan_opts.as_of, gh_opts.repo))
+        return bump(ws, bot, RunOptions(base, url, plan_opts.as_of, gh_opts.repo, gate_report))
 
 
 def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
@@ -155,7 +157,7 @@ def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
         dashboard = _dashboard(bot, plan, open_prs[0] if open_prs else None, ws.policy)
         return RunResult(action="nothing", dashboard=None if bot.dry_run else dashboard)
     branch = bot_branch(ws.group.name, plan.lead_target)
-    body, outcome = _body(ws, bot, plan, _blob_url(opts, bot, branch))
+    body, outcome = _body(ws, bot, plan, _blob_url(opts, bot, branch), opts.gate_report)
     head_sha, pushed = _commit_and_push(bot, plan, opts, branch, outcome)
     result = RunResult(action="unchanged", branch=branch, head_sha=head_sha, pushed=pushed,
                        body=body)
@@ -168,8 +170,8 @@ def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
     return result
 
 
-def _body(ws: Workspace, bot: BotServices, plan: Plan, blob_url: str | None
-          ) -> tuple[str, DriftOutcome | None]:
+def _body(ws: Workspace, bot: BotServices, plan: Plan, blob_url: str | None,
+          gate_report: ReviewSource | None = None) -> tuple[str, DriftOutcome | None]:
     """Apply the plan in the scratch checkout and compute the drift with its codemod (kept in
     the outcome, committed apart from the pins): the PR body."""
     applied = apply(ws, plan)
@@ -177,7 +179,8 @@ def _body(ws: Workspace, bot: BotServices, plan: Plan, blob_url: str | None
     outcome: DriftOutcome | None = None
     try:
         outcome = drift(ws, bot.base, plan.lead_current, plan.lead_target, fix=True,
-                        sources=edited_sources(ws, applied.edits), write=False)
+                        sources=edited_sources(ws, applied.edits), write=False,
+                        gate_report=gate_report)
     except PinbumpError as exc:
         notes = [*notes, f"API drift could not be computed: {exc}"]
     policy = ws.policy
