@@ -440,17 +440,24 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    from bot.adapters.writer import target_lock
     from bot.commands.apply import apply
     from bot.commands.context import open_services
     from bot.commands.plan import plan
     from bot.core.editset import edits_json, edits_text, unified_diff
 
     opts = plan_options(args)
-    ws = _read_target(opts)
-    with open_services(opts, progress=None if args.json else progress) as services:
-        result = plan(ws, services, opts.as_of)
-        applied = apply(ws, result, write=not args.dry_run,
-                        services=services if args.fix else None)
+    if not opts.repo.is_dir():
+        raise InputError(f"{opts.repo}: not a directory (pass the target repository with "
+                         "--repo)")
+    # One apply at a time per target, from reading the tree to the last write.
+    with target_lock(opts.repo, waiting=lambda line: print(f"pinbump: {line}",
+                                                           file=sys.stderr)) as state:
+        ws = _read_target(opts)
+        with open_services(opts, progress=None if args.json else progress) as services:
+            result = plan(ws, services, opts.as_of)
+            applied = apply(ws, result, write=not args.dry_run,
+                            services=services if args.fix else None, state=state)
     if args.json:
         sys.stdout.write(edits_json(applied.edits, applied.notes, written=applied.written))
     elif args.dry_run:

@@ -91,6 +91,10 @@ class WriteError(PinbumpError):
     """A file could not be written; nothing was (or everything was rolled back)."""
 
 
+class LockTimeout(WriteError):
+    """Another pinbump command held the target's lock for too long; nothing was written."""
+
+
 class DriftError(PinbumpError):
     """The sources of a version could not be fetched or loaded."""
 

@@ -2,44 +2,213 @@
 flushed and fsynced, then renamed over it); ``write_all`` writes a set of edited files all or
 nothing: checked first, each written atomically, rolled back if any write fails. Line endings
 and file modes are kept. Every file pinbump writes (the target's files, the cache, the
-installed workflows, the GPU gate's reports) goes through here."""
+installed workflows, the GPU gate's reports) goes through here.
+
+A command that edits a target holds ``TargetState``: an exclusive lock on the target (so two
+applies never interleave their writes) and a journal of what it is writing, kept outside the
+tree (in the target's ``.git`` folder, else in a private temporary folder keyed by the target's
+real path). A run killed mid-write leaves its journal behind; the next run under the lock reads
+it (``pending``), finishes the job and removes the temporary files the killed run named.
+Temporary files are ``.NAME.pinbump-TOKEN`` beside each file, TOKEN being the run's own.
+"""
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import hashlib
+import json
 import os
+import secrets
 import stat
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from bot.errors import WriteError
+from bot.errors import LockTimeout, WriteError
+
+TEMP_MARK = ".pinbump-"
+JOURNAL = "apply-journal.json"
+LOCK = "apply.lock"
+
+
+def _temp_path(path: Path, token: str) -> Path:
+    return path.parent / f".{path.name}{TEMP_MARK}{token}"
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None, *,
-                 make_parents: bool = False) -> None:
+                 make_parents: bool = False, token: str | None = None) -> None:
     """Replace ``path`` with ``data`` atomically: readers see the old file or the new one,
     never a part. ``mode``: the permission bits to give it (default: owner read/write only,
-    as for the cache)."""
+    as for the cache). ``token`` names the temporary file (a journalled write's own)."""
     if make_parents:
         path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.pinbump-")
+    tmp = _temp_path(path, token or secrets.token_hex(8))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                 0o600)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
         if mode is not None:
             os.chmod(tmp, stat.S_IMODE(mode))
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
+        if fd >= 0:
+            os.close(fd)
+        if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
 
 
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def state_folder(root: Path) -> Path:
+    """Where a target's lock and journal live: never inside its tree. ``.git/pinbump`` when
+    the target is a git checkout (a worktree's ``.git`` file is followed), else
+    ``$TMPDIR/pinbump-UID/<sha256 of the real path>``."""
+    dot_git = root / ".git"
+    git_dir: Path | None = None
+    if dot_git.is_dir() and not dot_git.is_symlink():
+        git_dir = dot_git
+    elif dot_git.is_file() and not dot_git.is_symlink():
+        try:
+            line = dot_git.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            line = ""
+        if line.startswith("gitdir:"):
+            candidate = (root / line.removeprefix("gitdir:").strip()).resolve()
+            git_dir = candidate if candidate.is_dir() else None
+    if git_dir is not None:
+        return git_dir / "pinbump"
+    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:32]
+    return Path(tempfile.gettempdir()) / f"pinbump-{os.getuid()}" / key
+
+
+def _private_dir(path: Path) -> None:
+    """Create ``path`` (0700); refuse one that is a link or belongs to someone else."""
+    for folder in (path.parent, path):
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise WriteError(f"{folder}: cannot create pinbump's state folder "
+                             f"({exc.strerror})") from None
+        st = os.lstat(folder)
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or \
+                st.st_uid != os.getuid():
+            raise WriteError(f"{folder}: pinbump's state folder is a link or belongs to "
+                             "another user; remove it and run again")
+
+
+class TargetState:
+    """The lock and the journal of one target (see the module's docstring)."""
+
+    def __init__(self, root: Path, folder: Path) -> None:
+        self.root = root
+        self.folder = folder
+        self.journal = folder / JOURNAL
+
+    def pending(self) -> dict[str, Any] | None:
+        """The intent of an apply that was killed before it finished, if one was."""
+        try:
+            data = json.loads(self.journal.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise WriteError(f"{self.journal}: unreadable journal of an interrupted apply "
+                             f"({exc}); remove it and run again") from None
+        if not isinstance(data, dict) or not isinstance(data.get("files"), list) or \
+                not isinstance(data.get("token"), str):
+            raise WriteError(f"{self.journal}: not a pinbump journal; remove it and run again")
+        return data
+
+    def begin(self, files: Sequence[str], intent: Mapping[str, Any]) -> str:
+        """Record what is about to be written (after clearing what a killed run left)."""
+        self.clean()
+        token = secrets.token_hex(8)
+        data = json.dumps({"token": token, "files": list(files), "intent": dict(intent)})
+        tmp = self.folder / f"{JOURNAL}{TEMP_MARK}{token}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, data.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.journal)
+        _fsync_dir(self.folder)
+        return token
+
+    def clean(self) -> list[str]:
+        """Remove the temporary files a killed run named in its journal (only those), then
+        the journal; returns the paths removed."""
+        data = self.pending()
+        removed: list[str] = []
+        if data is not None:
+            for rel in data["files"]:
+                if not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
+                    continue
+                tmp = _temp_path(self.root / rel, data["token"])
+                if os.path.lexists(tmp):
+                    os.unlink(tmp)
+                    removed.append(tmp.relative_to(self.root).as_posix())
+        for leftover in self.folder.glob(f"{JOURNAL}{TEMP_MARK}*"):
+            leftover.unlink()
+        if self.journal.exists():
+            self.journal.unlink()
+            _fsync_dir(self.folder)
+        return removed
+
+
+@contextmanager
+def target_lock(root: Path, *, timeout: float = 120.0,
+                waiting: Callable[[str], None] | None = None) -> Iterator[TargetState]:
+    """Hold the target's exclusive lock (fcntl.flock) for the whole compute-validate-write
+    span; wait up to ``timeout`` seconds for another pinbump command to finish."""
+    folder = state_folder(root)
+    _private_dir(folder)
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise WriteError(f"{folder / LOCK}: cannot lock ({exc.strerror})") \
+                        from None
+            if time.monotonic() >= deadline:
+                raise LockTimeout(f"{root}: another pinbump command has held the target's "
+                                  f"lock ({folder / LOCK}) for {timeout:g} s; nothing was "
+                                  "written. Run again when it has finished")
+            if not told and waiting is not None:
+                waiting(f"waiting for another pinbump command on {root} to finish")
+                told = True
+            time.sleep(0.02)
+        yield TargetState(root, folder)
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def write_all(root: Path, new: Mapping[str, bytes], originals: Mapping[str, bytes],
-              order: Sequence[str] | None = None) -> None:
-    """Replace each file in ``new``, provided it still holds ``originals[path]``."""
+              order: Sequence[str] | None = None, *, state: TargetState | None = None,
+              intent: Mapping[str, Any] | None = None) -> None:
+    """Replace each file in ``new``, provided it still holds ``originals[path]``. With
+    ``state`` (the target's lock held), ``intent`` is journalled first so that a run killed
+    half-way is finished by the next one."""
     paths = list(order or sorted(new))
     modes: dict[str, int] = {}
     for rel in paths:
@@ -58,16 +227,23 @@ def write_all(root: Path, new: Mapping[str, bytes], originals: Mapping[str, byte
             raise WriteError(f"{rel}: file is read-only; nothing was written. Make it "
                              "writable or leave it out of the bump")
         modes[rel] = st.st_mode
+    token = state.begin(paths, intent or {}) if state is not None else secrets.token_hex(8)
     done: list[str] = []
     for rel in paths:
         try:
-            atomic_write(root / rel, new[rel], modes[rel])
+            atomic_write(root / rel, new[rel], modes[rel], token=token)
         except OSError as exc:
             for back in reversed(done):
-                atomic_write(root / back, originals[back], modes[back])
+                atomic_write(root / back, originals[back], modes[back], token=token)
+            if state is not None:
+                state.clean()
             raise WriteError(f"{rel}: cannot write ({exc.strerror}); every file was left as "
                              "it was") from None
         done.append(rel)
+    for folder in sorted({(root / rel).parent for rel in paths}):
+        _fsync_dir(folder)
+    if state is not None:
+        state.clean()
 
 
 def write_file(path: Path, data: bytes) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.adapters.writer import write_all
+from bot.adapters.writer import TargetState, write_all
 from bot.commands.context import Services
-from bot.core.edits import Bump, EditSet, bumps_from_plan
-from bot.core.editset import apply_reads, compute_edits
+from bot.core.edits import Bump, EditSet, bumps_from_intent, bumps_to_intent
+from bot.core.editset import apply_bumps, apply_reads, compute_edits, partial_note
 from bot.core.models import Plan
 from bot.core.workspace import Workspace
 
@@ -21,21 +21,35 @@ class ApplyResult:
 
 
 def apply(ws: Workspace, plan: Plan, *, write: bool = True,
-          services: Services | None = None) -> ApplyResult:
+          services: Services | None = None, state: TargetState | None = None) -> ApplyResult:
     """Compute every edit (validated, in memory), then write them unless ``write`` is off.
     With ``services``, the keyword-binding codemod joins the pin edits in the same write
     (only when a Python file names the lead package: otherwise neither griffe nor libcst
-    is imported)."""
-    files = ws.holding(*apply_reads(plan, ws.policy))  # the rest cannot change
-    edits, notes = compute_edits(plan, ws.policy, files)
+    is imported). With ``state`` (the target's lock, held since before the workspace was
+    read), the write is journalled, and an apply that was killed half-way is finished: its
+    old versions join the plan's and its temporary files are removed."""
+    pending = state.pending() if state is not None else None
+    resumed = bumps_from_intent(pending.get("intent"), str(state.journal)) \
+        if pending is not None and state is not None else []
+    files = ws.holding(*apply_reads(plan, ws.policy, resumed))  # the rest cannot change
+    edits, notes = compute_edits(plan, ws.policy, files, resumed)
     if services is not None and plan.changes and needs_codemod(ws, plan):
         from bot.commands.drift import codemod_for_apply
 
         edits, notes = codemod_for_apply(ws, services, plan, edits, notes)
-    bumps = bumps_from_plan(plan, ws.group)
+    bumps = apply_bumps(plan, ws.policy, resumed)
+    partial = partial_note(plan, ws.policy)
+    if resumed:
+        moving = ", ".join(f"{b.package} -> {b.new}" for b in resumed)
+        notes = [f"finishing an apply that was interrupted ({moving})", *notes]
+    elif partial:
+        notes = [partial, *notes]
     written = write and bool(edits.files)
     if written:
-        write_all(ws.root, {f.path: f.new.encode("utf-8") for f in edits.files}, ws.raw)
+        write_all(ws.root, {f.path: f.new.encode("utf-8") for f in edits.files}, ws.raw,
+                  state=state, intent=bumps_to_intent(bumps))
+    elif write and state is not None and pending is not None:
+        state.clean()  # the killed run had written everything: only its journal was left
     return ApplyResult(edits, notes, bumps, written)
 
 

@@ -14,8 +14,10 @@ import ast
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from bot.core.config import Group
 from bot.core.discovery import file_kind, find_pins, parse_pyproject, parse_requirements
@@ -75,11 +77,61 @@ def bumps_from_plan(plan: Plan, group: Group) -> list[Bump]:
         if change.current:
             olds.add(change.current)
         olds.update(_written_versions(change.pins))
-    if plan.lead_current and plan.lead_current != plan.lead_target:
+    # Lockstep packages (and the lead's assertions and docs) follow every old version of the
+    # lead: in a partly bumped tree the lead is already at the target in one file and older in
+    # another, so lead_current alone would miss the older one.
+    lead_olds = set(found[group.lead][0]) if group.lead in found else set()
+    if plan.lead_current:
+        lead_olds.add(plan.lead_current)
+    lead_olds.discard(plan.lead_target)
+    if lead_olds:
         for package in (group.lead, *group.lockstep):
             olds, _ = found.setdefault(package, (set(), plan.lead_target))
-            olds.add(plan.lead_current)
+            olds.update(lead_olds)
     return [Bump(p, frozenset(o - {new}), new) for p, (o, new) in found.items() if o - {new}]
+
+
+def merge_bumps(bumps: Sequence[Bump], resumed: Sequence[Bump]) -> list[Bump]:
+    """The plan's bumps plus those of an interrupted apply: a file the killed run did not
+    reach still holds one of its old versions (or its target, when the plan has moved on)."""
+    found = {b.package: (set(b.old), b.new) for b in bumps}
+    for r in resumed:
+        if r.package not in found:
+            found[r.package] = (set(r.old), r.new)
+            continue
+        olds, new = found[r.package]
+        olds.update(r.old)
+        if _older(r.new, new):
+            olds.add(r.new)
+    return [Bump(p, frozenset(o - {new}), new) for p, (o, new) in found.items() if o - {new}]
+
+
+def _older(a: str, b: str) -> bool:
+    try:
+        return Version(a) < Version(b)
+    except InvalidVersion:
+        return False
+
+
+def bumps_to_intent(bumps: Sequence[Bump]) -> dict[str, Any]:
+    """What an apply journals before writing (see ``bumps_from_intent``)."""
+    return {"bumps": [{"package": b.package, "old": sorted(b.old), "new": b.new}
+                      for b in bumps]}
+
+
+def bumps_from_intent(intent: Any, where: str) -> list[Bump]:
+    """The bumps an interrupted apply journalled; a malformed journal is an error."""
+    items = intent.get("bumps") if isinstance(intent, dict) else None
+    if not isinstance(items, list):
+        raise ApplyError(f"{where}: not a pinbump apply journal; remove it and run again")
+    out = []
+    for item in items:
+        if not (isinstance(item, dict) and isinstance(item.get("package"), str)
+                and isinstance(item.get("new"), str) and isinstance(item.get("old"), list)
+                and all(isinstance(v, str) for v in item["old"])):
+            raise ApplyError(f"{where}: not a pinbump apply journal; remove it and run again")
+        out.append(Bump(item["package"], frozenset(item["old"]), item["new"]))
+    return out
 
 
 def _written_versions(pins: Iterable[Pin]) -> set[str]:

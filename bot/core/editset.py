@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bot.core.config import Policy
@@ -21,6 +21,7 @@ from bot.core.edits import (
     edit_literals,
     edit_requirements,
     left_unchanged,
+    merge_bumps,
     validate_dockerfile,
     validate_requirements,
 )
@@ -36,25 +37,46 @@ def is_dockerfile(path: str) -> bool:
     return any(fnmatch.fnmatch(name, g) for g in DOCKERFILE_GLOBS)
 
 
-def apply_reads(plan: Plan, policy: Policy) -> tuple[tuple[bytes, ...], Callable[[str], bool]]:
+def apply_bumps(plan: Plan, policy: Policy, resumed: Sequence[Bump] = ()) -> list[Bump]:
+    """What moves: the plan's bumps, plus those of an interrupted apply being finished."""
+    return merge_bumps(bumps_from_plan(plan, policy.active_group), resumed)
+
+
+def apply_reads(plan: Plan, policy: Policy, resumed: Sequence[Bump] = ()
+                ) -> tuple[tuple[bytes, ...], Callable[[str], bool]]:
     """What apply must look at: files whose bytes hold an old version (the needles), plus the
     pin files and Dockerfiles (``keep``). No editor can change any other file, so the rest of
     the tree is passed over at byte-search speed, never decoded."""
-    bumps = bumps_from_plan(plan, policy.active_group)
+    bumps = apply_bumps(plan, policy, resumed)
     needles = tuple(sorted({v.encode() for b in bumps for v in b.old}))
     pin_files = {pin.file for change in plan.changes for pin in change.pins}
     return needles, lambda rel: rel in pin_files or is_dockerfile(rel)
+
+
+def partial_note(plan: Plan, policy: Policy) -> str | None:
+    """A note when the plan finds the tree partly bumped: the lead already at the target in
+    some files, the group's pins older in others (an interrupted or hand-made bump)."""
+    group = policy.active_group
+    if not plan.lead_current or plan.lead_current != plan.lead_target:
+        return None
+    behind = [pin.where for c in plan.changes if c.package in (group.lead, *group.lockstep)
+              for pin in c.pins]
+    if not behind:
+        return None
+    return (f"the tree was partly bumped: {group.lead} is at {plan.lead_target} in some files "
+            f"but older in {', '.join(behind)}; this apply completes it")
 
 
 def _chain(first: FileEdit, second: FileEdit) -> FileEdit:
     return FileEdit(first.path, first.old, second.new, first.edits + second.edits)
 
 
-def compute_edits(plan: Plan, policy: Policy, files: Mapping[str, str]) -> tuple[EditSet,
-                                                                                 list[str]]:
-    """Every edit the plan needs over ``files`` (path -> text), validated; plus notes."""
+def compute_edits(plan: Plan, policy: Policy, files: Mapping[str, str],
+                  resumed: Sequence[Bump] = ()) -> tuple[EditSet, list[str]]:
+    """Every edit the plan needs over ``files`` (path -> text), validated; plus notes.
+    ``resumed``: the bumps of an interrupted apply, finished by this one."""
     group = policy.active_group
-    bumps = bumps_from_plan(plan, group)
+    bumps = apply_bumps(plan, policy, resumed)
     lead = next((b for b in bumps if b.package == group.lead), None)
     names = set(group.members)
     by_file: dict[str, list[tuple[Pin, str]]] = {}

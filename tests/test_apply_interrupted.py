@@ -1,0 +1,183 @@
+"""An apply killed at any point is finished by the next one; two applies never mix a tree
+(issue 11, items 8 and 9).
+
+Real processes against a static index on loopback: ``apply_worker.py`` forks each ``pinbump
+apply`` (imports paid once) and SIGKILLs it at a chosen file-system step of the writer, or
+after a random delay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.adapters.writer import JOURNAL, state_folder, target_lock
+from bot.errors import LockTimeout, WriteError
+from servers import PypiServer, StaticIndex
+from test_apply import OLD, TREE, publish, write_tree
+
+WORKER = Path(__file__).with_name("apply_worker.py")
+KILLS = 50
+RACES = 8
+
+
+class Worker:
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+
+    def run(self, *applies: dict[str, Any]) -> list[int]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"applies": list(applies)}) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, "the worker died"
+        return list(json.loads(line)["status"])
+
+
+@pytest.fixture
+def worker() -> Iterator[Worker]:
+    proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True,
+                            env={**os.environ,
+                                 "PYTHONPATH": str(Path(__file__).parent.parent)})
+    try:
+        yield Worker(proc)
+    finally:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    """Every file under ``root``, hidden ones included (a stray temp file shows here)."""
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def publish_static(static: StaticIndex) -> None:
+    """The stack of test_apply, plus 0.6.12 of the lockstep pair uploaded a day ago:
+    ``--min-release-age 3`` picks 0.6.11, ``--min-release-age 0`` picks 0.6.12. (The static
+    pages carry no upload time: the wheels' Last-Modified, their mtime, says it.)"""
+    fresh = datetime.now(timezone.utc) - timedelta(days=1)
+    wheels = []
+    for v, when in (("0.6.8.post1", OLD), ("0.6.11", OLD), ("0.6.12", fresh)):
+        requires = ["nvidia-cutlass-dsl>=4.5"] if v != "0.6.8.post1" else []
+        wheels += [(static.add("flashinfer-python", v, requires=requires, extras=["cu13"]),
+                    when), (static.add("flashinfer-cubin", v), when)]
+    wheels += [(static.add("nvidia-cutlass-dsl", v), OLD) for v in ("4.4.2", "4.5.0")]
+    wheels.append((static.add("quack-kernels", "0.3.0"), OLD))
+    for path, when in wheels:
+        os.utime(path, (when.timestamp(), when.timestamp()))
+    static.publish()
+
+
+def test_kill_loop_every_rerun_finishes_the_bump(static: StaticIndex, tmp_path: Path,
+                                                 worker: Worker) -> None:
+    publish_static(static)
+    rng = random.Random(11)
+    reference = write_tree(tmp_path / "reference")
+    count = tmp_path / "steps"
+    args = ["--index-url", static.url, "--min-release-age", "3"]
+    assert worker.run({"args": ["--repo", str(reference), *args], "count": str(count)}) == [0]
+    expected = files_of(reference)
+    assert b"0.6.8.post1" not in expected["python/sglang/srt/entrypoints/engine.py"]
+    steps = int(count.read_text())
+    assert steps > 20  # lock, journal, five files written, journal removed
+    killed_while_writing = 0
+    for i in range(KILLS):
+        repo = write_tree(tmp_path / f"repo{i}")
+        log = tmp_path / f"log{i}"
+        if i % 5 == 4:  # a random moment (mostly while planning)
+            kill = {"kill_after_ms": rng.uniform(0, 150)}
+        else:  # a random step of the writer
+            kill = {"kill_at": rng.randint(1, steps)}
+        status = worker.run({"args": ["--repo", str(repo), *args], "log": str(log), **kill})
+        killed_while_writing += status == [-9] and "kill_at" in kill
+        assert status in ([-9], [0]), (i, status, log.read_text())
+        status = worker.run({"args": ["--repo", str(repo), *args], "log": str(log)})
+        assert status == [0], (i, log.read_text())
+        assert files_of(repo) == expected, (i, kill, log.read_text())
+        assert not (state_folder(repo) / JOURNAL).exists()
+    assert killed_while_writing >= KILLS // 2
+
+
+def test_concurrent_applies_never_mix_a_tree(static: StaticIndex, tmp_path: Path,
+                                             worker: Worker) -> None:
+    publish_static(static)
+    older = ["--index-url", static.url, "--min-release-age", "3"]
+    newer = ["--index-url", static.url, "--min-release-age", "0"]
+    references = {}
+    for name, args in (("older", older), ("newer", newer)):
+        root = write_tree(tmp_path / name)
+        assert worker.run({"args": ["--repo", str(root), *args]}) == [0]
+        references[name] = files_of(root)
+    assert b'"0.6.11"' in references["older"]["python/sglang/srt/entrypoints/engine.py"]
+    assert b'"0.6.12"' in references["newer"]["python/sglang/srt/entrypoints/engine.py"]
+    for i in range(RACES):
+        repo = write_tree(tmp_path / f"race{i}")
+        logs = [tmp_path / f"race{i}-a", tmp_path / f"race{i}-b"]
+        status = worker.run(
+            {"args": ["--repo", str(repo), *older], "pause_ms": 4, "log": str(logs[0])},
+            {"args": ["--repo", str(repo), *newer], "pause_ms": 4, "log": str(logs[1])})
+        assert status == [0, 0], [p.read_text() for p in logs]
+        # whichever ran first, the newer target ends up everywhere: never a mix
+        assert files_of(repo) == references["newer"], (i, [p.read_text() for p in logs])
+
+
+def test_rerun_reports_a_partly_bumped_tree(pypi: PypiServer, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a journal (a bump half made by hand), the pins still behind are completed and
+    the tree's state is said; a journal finishes assertions and docs too."""
+    from bot.cli import main
+
+    publish(pypi)
+    files = dict(TREE)
+    files["python/pyproject.toml"] = files["python/pyproject.toml"].replace(
+        "0.6.8.post1", "0.6.11").replace("4.4.2", "4.5.0")
+    repo = write_tree(tmp_path / "repo", files)
+    assert main(["apply", "--repo", str(repo), "--index-url", pypi.url]) == 0
+    out = capsys.readouterr().out
+    assert "note: the tree was partly bumped: flashinfer-python is at 0.6.11 in some files " \
+           "but older in python/pyproject_other.toml:6, python/pyproject_other.toml:9" in out
+    assert b"0.6.8.post1" not in (repo / "python/sglang/srt/entrypoints/engine.py").read_bytes()
+
+
+def test_lock_and_journal_live_outside_the_tree(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert not state_folder(plain).is_relative_to(plain)
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    assert state_folder(checkout) == checkout / ".git" / "pinbump"
+    worktree = tmp_path / "worktree"
+    worktree.mkdir()
+    (worktree / ".git").write_text(f"gitdir: {checkout / '.git'}\n")
+    assert state_folder(worktree) == checkout / ".git" / "pinbump"
+    with target_lock(checkout) as state:
+        assert state.pending() is None
+        with pytest.raises(LockTimeout, match="another pinbump command has held the target's "
+                                              "lock"), target_lock(checkout, timeout=0.1):
+            pass
+    assert sorted(p.name for p in checkout.iterdir()) == [".git"]
+
+
+def test_a_foreign_state_folder_is_refused(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (repo / ".git" / "pinbump").symlink_to(elsewhere)
+    with pytest.raises(WriteError, match="is a link or belongs to another user"), \
+            target_lock(repo):
+        pass
+    assert list(elsewhere.iterdir()) == []
