@@ -59,8 +59,8 @@ def partial_note(plan: Plan, policy: Policy) -> str | None:
     group = policy.active_group
     if not plan.lead_current or plan.lead_current != plan.lead_target:
         return None
-    behind = [pin.where for c in plan.changes if c.package in (group.lead, *group.lockstep)
-              for pin in c.pins]
+    behind = list(dict.fromkeys(pin.where for c in plan.changes
+                                if c.package in (group.lead, *group.lockstep) for pin in c.pins))
     if not behind:
         return None
     return (f"the tree was partly bumped: {group.lead} is at {plan.lead_target} in some files "
