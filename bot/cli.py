@@ -51,6 +51,12 @@ def _seconds(value: str) -> float:
     return seconds
 
 
+def _cuda_variant(value: str) -> str:
+    if not re.fullmatch(r"cu\d{3}", value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a CUDA variant such as cu130")
+    return value
+
+
 def _retries(value: str) -> int:
     try:
         retries = int(value)
@@ -202,10 +208,21 @@ def _tool_commands(sub: Any) -> None:
 
     gate = sub.add_parser("gpu-gate", help="run gpu_tests/ against two FlashInfer installs "
                                             "and time them old-vs-new on this GPU")
-    gate.add_argument("--baseline", type=Path, required=True, metavar="SITE_DIR",
+    gate.add_argument("--baseline", type=Path, metavar="SITE_DIR",
                       help="site directory holding the current version")
-    gate.add_argument("--candidate", type=Path, required=True, metavar="SITE_DIR",
+    gate.add_argument("--candidate", type=Path, metavar="SITE_DIR",
                       help="site directory holding the proposed version")
+    gate.add_argument("--install", type=Path, metavar="FILE",
+                      help='install both sides first: JSON {"baseline": [...], "candidate": '
+                           '[...]}, each a list of {"package", "version", "index_urls"}')
+    gate.add_argument("--deploy-base", type=Path, metavar="DIR",
+                      help="install what this checkout of the base branch deploys (its pins "
+                           "of the lead and lockstep packages, from the plan's indexes)")
+    gate.add_argument("--deploy-head", type=Path, metavar="DIR",
+                      help="... and what this checkout of the PR head deploys (indexes and "
+                           "policy still from --deploy-base)")
+    gate.add_argument("--cuda-variant", type=_cuda_variant, metavar="cuXYZ",
+                      help="the runner's CUDA variant for per-variant indexes (cu129, cu130)")
     gate.add_argument("--out", type=Path, required=True, metavar="DIR",
                       help="where gate.json, summary.md, JUnit files and logs go")
     gate.add_argument("--tests", type=Path, help="the gpu_tests folder (default: the one "
@@ -218,10 +235,15 @@ def _tool_commands(sub: Any) -> None:
                       help="flag a regression beyond this fraction slower (default 0.05)")
     gate.add_argument("--no-perf", action="store_true", help="skip the old-vs-new timing")
     gate.add_argument("--no-tests", action="store_true", help="only the timing (A/A checks)")
+    gate.add_argument("--min-tests", type=int, default=1, metavar="N",
+                      help="kernel tests the candidate must execute, not skip (default 1)")
+    gate.add_argument("--fused-world", type=int, metavar="N",
+                      help="GPUs for the fused allreduce timing (default: all the runner "
+                           "has, when 2 or more; 0: none)")
     gate.add_argument("--workspace", type=Path, metavar="DIR",
                       help="keep FlashInfer's JIT caches here, one folder per install")
     gate.add_argument("--pytest-arg", action="append", default=[], metavar="ARG",
-                      help="extra argument for pytest (repeatable)")
+                      help="extra argument for pytest (repeatable; default selection -m gpu)")
     gate.set_defaults(handler=cmd_gpu_gate)
 
 
@@ -500,15 +522,36 @@ def cmd_drift(args: argparse.Namespace) -> int:
 
 
 def cmd_gpu_gate(args: argparse.Namespace) -> int:
-    from bot.commands.gpu_gate import GateOptions, default_tests_dir, run_gate
+    from bot.commands.gpu_gate import (
+        GateOptions,
+        default_tests_dir,
+        deploy_lists,
+        read_install_file,
+        run_gate,
+    )
     from bot.core.gate_report import gate_markdown
 
+    ways = [bool(args.baseline or args.candidate), bool(args.install),
+            bool(args.deploy_base or args.deploy_head)]
+    if sum(ways) != 1:
+        raise InputError("gpu-gate: give the installs one way: --baseline and --candidate "
+                         "site directories, --install FILE, or --deploy-base and "
+                         "--deploy-head checkouts")
+    installs = None
+    if args.install:
+        installs = read_install_file(args.install)
+    elif args.deploy_base or args.deploy_head:
+        if not (args.deploy_base and args.deploy_head):
+            raise InputError("gpu-gate: --deploy-base and --deploy-head go together")
+        installs = deploy_lists(args.deploy_base, args.deploy_head, args.cuda_variant)
     opts = GateOptions(baseline=args.baseline, candidate=args.candidate, out=args.out,
                        tests=args.tests or default_tests_dir(),
                        extra_paths=tuple(args.extra_path), rounds=args.rounds,
                        samples_per_round=args.samples_per_round, threshold=args.threshold,
                        pytest_args=tuple(args.pytest_arg), perf=not args.no_perf,
-                       tests_run=not args.no_tests, workspace=args.workspace)
+                       tests_run=not args.no_tests, workspace=args.workspace,
+                       min_tests=args.min_tests, fused_world=args.fused_world,
+                       installs=installs)
     report = run_gate(opts, sys.stderr)
     sys.stdout.write(gate_markdown(report))
     return 0 if report.passed else 1

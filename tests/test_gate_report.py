@@ -85,3 +85,51 @@ def test_invalid_comparison_serializes_without_nan() -> None:
     item = invalid("k", [1.0] * 30, [1.0] * 30, 0.05, "too fast").as_dict()
     assert item["ci95"] is None
     json.dumps(item, allow_nan=False)
+
+
+HANG = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="gpu-candidate"
+ errors="0" failures="1" skipped="0" tests="2" time="300.0">
+<testcase classname="test_allreduce" name="test_residual_rmsnorm_all_gpus[bfloat16-auto]">
+<failure message="harness.RanksHung: ranks [0, 1] did not finish within 300 s (hang?)">
+--- rank 1: hung during body ---
+Python stacks (faulthandler):
+  File "allreduce_cases.py", line 80 in fused ``` &lt;/details&gt;&lt;img src=x&gt; @someone
+{body}</failure></testcase>
+<testcase classname="test_contracts" name="test_a"/>
+</testsuite></testsuites>"""
+
+
+def test_a_hangs_stacks_reach_gate_json_and_the_summary_escaped_and_capped() -> None:
+    many = "\n".join(f"  File \"x.py\", line {i} in f" for i in range(500))
+    s = parse_junit(HANG.replace("{body}", many))
+    [(name, text)] = s.failure_texts
+    assert name == "test_allreduce::test_residual_rmsnorm_all_gpus[bfloat16-auto]"
+    assert text.startswith("harness.RanksHung: ranks [0, 1] did not finish within 300 s")
+    assert "--- rank 1: hung during body ---" in text and "Python stacks" in text
+    assert len(text.splitlines()) == 61 and "lines" in text.splitlines()[-1]  # capped
+    report = GateReport("0.6.8.post1", "0.6.10", "2x H200", 4e12)
+    report.junit["candidate"] = s
+    assert report.as_dict()["tests"]["candidate"]["failures_text"] == [
+        {"test": name, "text": text}]
+    import cmarkgfm
+    from cmarkgfm.cmark import Options
+
+    md = gate_markdown(report)
+    assert "<details><summary>test_allreduce::test_residual_rmsnorm_all_gpus[bfloat16-auto]" \
+           "</summary>" in md
+    html = cmarkgfm.github_flavored_markdown_to_html(md, options=Options.CMARK_OPT_UNSAFE)
+    assert "<img" not in html and html.count("</details>") == 1  # the stack stays in its fence
+    assert "--- rank 1: hung during body ---" in html
+    # past the size budget a test keeps its name, not its text
+    small = gate_markdown(report, text_budget=100)
+    assert "text left out: the summary's size limit" in small and "Python stacks" not in small
+
+
+def test_observations_with_an_outcome_diff_by_outcome_only() -> None:
+    key = "allreduce_fusion.subgroup.tp2.world4.oneshot.without_group"
+    base = {key: {"outcome": "wrong", "ranks": {"0": 0.51, "1": 0.49}},
+            "plain": {"a": 1}}
+    noise = {key: {"outcome": "wrong", "ranks": {"0": 0.5, "2": 0.47}}, "plain": {"a": 1}}
+    assert diff_observations(base, noise) == []
+    fixed = {key: {"outcome": "ok", "ranks": {}}, "plain": {"a": 2}}
+    assert [k for k, _, _ in diff_observations(base, fixed)] == [key, "plain"]
