@@ -365,3 +365,131 @@ def test_a_gzip_bomb_page_is_refused_with_bounded_memory(
     assert peak < 192 << 20, f"peak {peak / 2**20:.0f} MiB"  # the page limit is 64 MiB
     assert code == 2
     one_line_error(err, f"{index.url}/kernelpkg/", "over 64 MiB")
+
+
+# -- low items: malformed answers are one-line errors, never tracebacks -----------------------
+def lead_page(index: HostileIndex, tmp_path: Path) -> dict[str, object]:
+    wheels = tmp_path / "wheels"
+    return index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", v, files=V1)
+                                       for v in ("1.0", "2.0")])
+
+
+MALFORMED = {
+    "url missing": (lambda d: d["files"][0].pop("url"), "files[0] 'url' is missing"),
+    "files null": (lambda d: d.update(files=None), "'files' is NoneType, not a list"),
+    "files object": (lambda d: d.update(files={"a": 1}), "'files' is dict, not a list"),
+    "entry a string": (lambda d: d["files"].__setitem__(0, "x"), "files[0] is str"),
+    "filename a number": (lambda d: d["files"][1].update(filename=7),
+                          "files[1] 'filename' is int, not str"),
+    "hashes a list": (lambda d: d["files"][0].update(hashes=["x"]),
+                      "files[0] 'hashes' is list, not dict"),
+    "size a string": (lambda d: d["files"][0].update(size="big"), "files[0] 'size' is str"),
+    "url not http": (lambda d: d["files"][0].update(url="file:///etc/passwd"),
+                     "files[0] URL 'file:///etc/passwd' is not http(s)"),
+    "url unparsable": (lambda d: d["files"][0].update(url="http://[::1/x.whl"),
+                       "files[0] URL 'http://[::1/x.whl' is not valid"),
+    "5000-digit version": (lambda d: d["files"][1].update(
+        filename="kernelpkg-" + "1" * 5000 + "-py3-none-any.whl"),
+        "version has 5000 characters"),
+    "600-digit version": (lambda d: d["files"][1].update(
+        filename="kernelpkg-" + "9" * 600 + ".tar.gz"), "version has 600 characters"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_index_json_is_one_line(index: HostileIndex, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str],
+                                          case: str) -> None:
+    spoil, needle = MALFORMED[case]
+    doc = lead_page(index, tmp_path)
+    spoil(doc)
+    index.page("kernelpkg", doc)
+    repo = target(tmp_path / "repo")
+    cache = tmp_path / "cache"
+    before = snapshot(tmp_path, cache)
+    for command in ("plan", "apply", "drift"):
+        code, out, err = cli([command, "--repo", str(repo), "--index-url", index.url,
+                              "--cache-dir", str(cache)], capsys)
+        assert code == 2, (command, out, err)
+        one_line_error(err, needle)
+        assert len(err) < 400
+    assert snapshot(tmp_path, cache) == before
+
+
+@pytest.mark.parametrize("raw", [b"[" * 100_000, b"\xff\xfe", b'{"files": ' + b"1" * 5000 + b"}",
+                                 b"null"], ids=["deep", "binary", "huge-int", "null"])
+def test_a_page_that_is_not_json_is_one_line(index: HostileIndex, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str],
+                                             raw: bytes) -> None:
+    index.page("kernelpkg", None, raw=raw)
+    code, _out, err = cli(["plan", "--repo", str(target(tmp_path / "repo")), "--index-url",
+                           index.url, "--no-cache"], capsys)
+    assert code == 2
+    one_line_error(err, f"{index.url}/kernelpkg/: malformed PEP 691 JSON")
+    assert len(err) < 400
+
+
+@pytest.mark.parametrize("value", ["-5", "nan", "inf", "1e400", "Tue, 99 Foo 2026"])
+def test_a_hostile_retry_after_is_no_traceback(index: HostileIndex, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str],
+                                               value: str) -> None:
+    import time
+
+    from servers import Route
+
+    index.routes["/simple/kernelpkg/"] = Route(b"busy", status=503,
+                                               headers={"Retry-After": value})
+    start = time.monotonic()
+    code, _out, err = cli(["plan", "--repo", str(target(tmp_path / "repo")), "--index-url",
+                           index.url, "--no-cache", "--retries", "1"], capsys)
+    assert time.monotonic() - start < 15
+    assert code == 2
+    one_line_error(err, "HTTP 503 after 2 attempts")
+
+
+@pytest.mark.parametrize(("url", "needle"), [
+    ("http://[::1/simple", "is not a valid URL"),
+    ("ftp://index.example/simple", "is not an http(s) URL with a host"),
+    ("not a url", "is not an http(s) URL with a host"),
+    ("http://index.example:99999/simple", "is not a valid URL"),
+    (f"https://bot:{SECRET}@/simple", "is not an http(s) URL with a host"),
+])
+def test_an_invalid_index_url_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          url: str, needle: str) -> None:
+    repo = target(tmp_path / "repo")
+    code, out, err = cli(["plan", "--repo", str(repo), "--index-url", url], capsys)
+    assert code == 2
+    one_line_error(err, "--index-url: ", needle)
+    secret_free("an invalid URL's error", out + err)
+    (repo / "pinbump.toml").write_text(f'index-url = "{url}"\n')
+    code, out, err = cli(["plan", "--repo", str(repo)], capsys)
+    assert code == 2
+    one_line_error(err, "pinbump.toml: key 'index-url': ", needle)
+    secret_free("an invalid URL's error", out + err)
+
+
+def test_a_local_version_is_never_a_target_unless_configured(
+        index: HostileIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wheels = tmp_path / "wheels"
+    index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", v, files=V1)
+                                for v in ("1.0", "2.0+evil.example")])
+    repo = target(tmp_path / "repo")
+    before = (repo / "pyproject.toml").read_text()
+    code, out, err = cli(["apply", "--repo", str(repo), "--index-url", index.url,
+                          "--no-cache"], capsys)
+    assert code == 0, err
+    assert (repo / "pyproject.toml").read_text() == before
+    code, out, _err = cli(["plan", "--repo", str(repo), "--index-url", index.url,
+                           "--no-cache", "--json"], capsys)
+    import json
+
+    doc = json.loads(out)
+    assert doc["changes"] == []
+    assert {"package": "kernelpkg", "version": "2.0+evil.example",
+            "reason": "local version label +evil.example: not a public release (allow with "
+                      "allow-local-versions)"} in doc["rejected"]
+    (repo / "pyproject.toml").write_text(before.replace(
+        "min-release-age = 0\n", "min-release-age = 0\nallow-local-versions = true\n"))
+    code, out, _err = cli(["plan", "--repo", str(repo), "--index-url", index.url,
+                           "--no-cache", "--json"], capsys)
+    assert code == 0 and json.loads(out)["lead"]["target"] == "2.0+evil.example"

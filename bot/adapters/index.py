@@ -13,9 +13,10 @@ from email.utils import parsedate_to_datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -54,14 +55,27 @@ def _parse_time(value: str | None) -> datetime | None:
 
 
 _FILENAME = re.compile(r"[A-Za-z0-9_.+!-]+")
+MAX_VERSION = 64  # characters of a version in a file name: PEP 440 sets none, 64 is plenty
 
 
 def make_file(name: str, filename: str, url: str, **extra: Any) -> DistFile | None:
     """A DistFile for a wheel or sdist of project ``name``; other files give None. A file
     name is a plain name (it names cache entries): no separator, no character beyond those
-    of distribution file names."""
+    of distribution file names. A file of the project whose version has over MAX_VERSION
+    characters is an error: thousands of digits are no release anybody made, and such a
+    version would become a branch name and a cache key."""
     if not _FILENAME.fullmatch(filename):
         return None
+    parts = filename.removesuffix(".whl").removesuffix(".tar.gz").removesuffix(".zip") \
+        .split("-")
+    if len(parts) >= 2 and len(parts[1]) > MAX_VERSION and canonicalize_name(parts[0]) == name:
+        raise IndexError_(f"{name}: the index lists {filename[:40]}… whose version has "
+                          f"{len(parts[1])} characters; no release has over {MAX_VERSION}")
+    if len(filename) > 255:  # no file system holds such a name
+        return None
+    if extra.get("requires_python") is not None and \
+            not _usable_specifier(extra["requires_python"]):
+        extra["requires_python"] = None  # as pip does: an unusable Requires-Python is ignored
     try:
         if filename.endswith(".whl"):
             wname, version, _, tags = parse_wheel_filename(filename)
@@ -78,33 +92,96 @@ def make_file(name: str, filename: str, url: str, **extra: Any) -> DistFile | No
                     tags=frozenset(), **extra)
 
 
-def _hashes(mapping: Any) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted(mapping.items())) if isinstance(mapping, dict) else ()
+def _usable_specifier(text: str) -> bool:
+    """A specifier whose every version can be compared (and is not absurdly long)."""
+    if len(text) > 256:
+        return False
+    try:
+        spec = SpecifierSet(text)
+    except InvalidSpecifier:
+        return False
+    return all(len(s.version) <= MAX_VERSION for s in spec)
+
+
+class _Malformed(Exception):
+    """One field of a PEP 691 page is not what the standard says (internal)."""
+
+
+def _get(entry: dict[str, Any], key: str, kinds: tuple[type, ...], default: Any = None,
+         *, required: bool = False) -> Any:
+    if key not in entry or entry[key] is None:
+        if required:
+            raise _Malformed(f"'{key}' is missing")
+        return default
+    value = entry[key]
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        wanted = " or ".join(k.__name__ for k in kinds)
+        raise _Malformed(f"'{key}' is {type(value).__name__}, not {wanted}")
+    return value
+
+
+def _hash_table(entry: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]:
+    table = _get(entry, key, (dict,), {})
+    if not all(isinstance(v, str) for v in table.values()):
+        raise _Malformed(f"'{key}' holds a value that is not a string")
+    return tuple(sorted(table.items()))
+
+
+def _http_url(page_url: str, href: str) -> tuple[str, str]:
+    """(URL without fragment, fragment) of ``href`` on ``page_url``; http(s) only."""
+    try:
+        url, fragment = urldefrag(urljoin(page_url, href))
+        scheme = urlsplit(url).scheme
+        urlsplit(url).port  # noqa: B018 - ValueError on a port that is not a number
+    except ValueError as exc:
+        raise _Malformed(f"URL {href[:200]!r} is not valid ({exc})") from None
+    if scheme not in ("http", "https"):
+        raise _Malformed(f"URL {href[:200]!r} is not http(s)")
+    return url, fragment
+
+
+def _json_file(name: str, page_url: str, entry: Any) -> DistFile | None:
+    if not isinstance(entry, dict):
+        raise _Malformed(f"is {type(entry).__name__}, not an object")
+    filename = _get(entry, "filename", (str,), required=True)
+    url, fragment = _http_url(page_url, _get(entry, "url", (str,), required=True))
+    yanked = _get(entry, "yanked", (bool, str), False)
+    key = "core-metadata" if "core-metadata" in entry else "dist-info-metadata"
+    meta = _get(entry, key, (bool, dict), False)
+    size = _get(entry, "size", (int,))
+    if size is not None and size < 0:
+        raise _Malformed("'size' is negative")
+    return make_file(
+        name, filename, url,
+        hashes=_hash_table(entry, "hashes") or _fragment_hash(fragment),
+        requires_python=_get(entry, "requires-python", (str,)) or None,
+        yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
+        upload_time=_parse_time(_get(entry, "upload-time", (str,))),
+        core_metadata=((_hash_table(entry, key) if isinstance(meta, dict) else ()) or True)
+        if meta else False,
+        size=size,
+    )
 
 
 def parse_json_page(data: bytes, page_url: str, name: str) -> ProjectPage:
-    """PEP 691 JSON (with PEP 700 upload-time and PEP 714 core-metadata)."""
+    """PEP 691 JSON (with PEP 700 upload-time and PEP 714 core-metadata), every field checked
+    for its type: a page that breaks the standard is an error naming the field."""
+    where = f"{redact(page_url)}: malformed PEP 691 JSON"
     try:
         doc = json.loads(data)
-        entries = doc["files"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise IndexError_(f"{page_url}: malformed PEP 691 JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # not JSON, or nested past any real page
+        raise IndexError_(f"{where} ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if not isinstance(doc, dict):
+        raise IndexError_(f"{where}: the page is {type(doc).__name__}, not an object")
+    entries = doc.get("files")
+    if not isinstance(entries, list):
+        raise IndexError_(f"{where}: 'files' is {type(entries).__name__}, not a list")
     files = []
-    for entry in entries:
-        yanked = entry.get("yanked", False)
-        meta = entry.get("core-metadata", entry.get("dist-info-metadata", False))
-        url = urljoin(page_url, entry["url"])
-        url, fragment = urldefrag(url)
-        hashes = _hashes(entry.get("hashes")) or _fragment_hash(fragment)
-        f = make_file(
-            name, entry["filename"], url,
-            hashes=hashes,
-            requires_python=entry.get("requires-python") or None,
-            yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
-            upload_time=_parse_time(entry.get("upload-time")),
-            core_metadata=(_hashes(meta) or True) if meta else False,
-            size=entry.get("size"),
-        )
+    for i, entry in enumerate(entries):
+        try:
+            f = _json_file(name, page_url, entry)
+        except _Malformed as exc:
+            raise IndexError_(f"{where}: files[{i}] {exc}") from None
         if f:
             files.append(f)
     return ProjectPage(name=name, url=page_url, files=tuple(files))
@@ -145,13 +222,19 @@ def parse_html_page(html: str, page_url: str, name: str) -> ProjectPage:
     """PEP 503 HTML with PEP 592 data-yanked and PEP 658/714 data-(dist-info|core)-metadata."""
     parser = _Anchors()
     parser.feed(html)
-    base = urljoin(page_url, parser.base) if parser.base else page_url
+    try:
+        base = _http_url(page_url, parser.base)[0] if parser.base else page_url
+    except _Malformed as exc:
+        raise IndexError_(f"{redact(page_url)}: malformed PEP 503 page: <base> {exc}") from None
     files = []
     for attrs, text in parser.anchors:
         href = attrs.get("href")
         if not href:
             continue
-        url, fragment = urldefrag(urljoin(base, href))
+        try:
+            url, fragment = _http_url(base, href)
+        except _Malformed:
+            continue  # a link that is not an http(s) URL is no file of the project
         filename = url.rsplit("/", 1)[-1] or text
         meta = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
         core: bool | tuple[tuple[str, str], ...] = False
@@ -170,13 +253,20 @@ def parse_html_page(html: str, page_url: str, name: str) -> ProjectPage:
 
 
 def parse_requires_dist(metadata: bytes) -> list[Requirement]:
+    """The Requires-Dist of core metadata; a line that does not parse is passed over, one
+    whose versions cannot be compared (thousands of digits) is an error."""
     message = BytesParser().parsebytes(metadata, headersonly=True)
     out = []
     for value in message.get_all("Requires-Dist") or []:
+        text = str(value)  # a header with bytes beyond ASCII comes as a Header object
         try:
-            out.append(Requirement(value))
+            req = Requirement(text)
         except InvalidRequirement:
             continue
+        if any(len(spec.version) > MAX_VERSION for spec in req.specifier):
+            raise MetadataError(f"Requires-Dist {text[:80]!r}…: a version of over "
+                                f"{MAX_VERSION} characters")
+        out.append(req)
     return out
 
 
