@@ -468,28 +468,22 @@ def test_an_invalid_index_url_is_one_line(tmp_path: Path, capsys: pytest.Capture
     secret_free("an invalid URL's error", out + err)
 
 
-def test_a_local_version_is_never_a_target_unless_configured(
+def test_a_local_version_from_the_index_is_never_a_target(
         index: HostileIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
     wheels = tmp_path / "wheels"
     index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", v, files=V1)
                                 for v in ("1.0", "2.0+evil.example")])
     repo = target(tmp_path / "repo")
-    before = (repo / "pyproject.toml").read_text()
-    code, out, err = cli(["apply", "--repo", str(repo), "--index-url", index.url,
-                          "--no-cache"], capsys)
+    before = snapshot(tmp_path, tmp_path / "cache")
+    code, _out, err = cli(["apply", "--repo", str(repo), "--index-url", index.url,
+                           "--cache-dir", str(tmp_path / "cache")], capsys)
     assert code == 0, err
-    assert (repo / "pyproject.toml").read_text() == before
+    assert snapshot(tmp_path, tmp_path / "cache") == before
     code, out, _err = cli(["plan", "--repo", str(repo), "--index-url", index.url,
                            "--no-cache", "--json"], capsys)
-    import json
-
     doc = json.loads(out)
-    assert doc["changes"] == []
-    assert {"package": "kernelpkg", "version": "2.0+evil.example",
-            "reason": "local version label +evil.example: not a public release (allow with "
-                      "allow-local-versions)"} in doc["rejected"]
-    (repo / "pyproject.toml").write_text(before.replace(
-        "min-release-age = 0\n", "min-release-age = 0\nallow-local-versions = true\n"))
-    code, out, _err = cli(["plan", "--repo", str(repo), "--index-url", index.url,
-                           "--no-cache", "--json"], capsys)
-    assert code == 0 and json.loads(out)["lead"]["target"] == "2.0+evil.example"
+    assert code == 0 and doc["changes"] == []
+    assert [(r["version"], r["reason"]) for r in doc["rejected"]] == [
+        ("2.0+evil.example", "local version (+evil.example): never a target unless configured")]

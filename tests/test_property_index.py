@@ -163,14 +163,15 @@ class PageSource:
     pages: dict[str, ProjectPage]
     metadata: bytes
 
-    def releases(self, package: str) -> dict[Version, list[DistFile]]:
+    def releases_on(self, package: str, index: object) -> dict[Version, list[DistFile]]:
         if package not in self.pages:
             from bot.errors import UnknownPackage
 
             raise UnknownPackage(f"{package}: not found")
         return self.pages[package].versions()
 
-    def requires(self, package: str, version: Version) -> list[Requirement]:
+    def requires(self, package: str, version: Version, files: object = ()
+                 ) -> list[Requirement]:
         return parse_requires_dist(self.metadata)
 
     def upload_time(self, file: DistFile) -> datetime | None:
@@ -232,8 +233,9 @@ def test_any_index_answer_parses_and_resolves_cleanly(lead: bytes, cubin: bytes,
 def test_any_versions_yanks_and_times_resolve_cleanly(lead: bytes, cubin: bytes, comp: bytes,
                                                       metadata: bytes,
                                                       pins: tuple[str, ...]) -> None:
-    pages = {name: parse_json_page(data, PAGE, name)
-             for name, data in (("kernelpkg", lead), ("kernelcubin", cubin), ("comp", comp))}
+    parsed = {name: clean_or_pinbump_error(parse_json_page, data, PAGE, name)
+              for name, data in (("kernelpkg", lead), ("kernelcubin", cubin), ("comp", comp))}
+    pages = {name: page for name, page in parsed.items() if page is not None}
     plan = clean_or_pinbump_error(resolve, pages, metadata, pins)
     event("resolved" if plan is not None else "no plan")
     if plan is not None:

@@ -61,7 +61,6 @@ class Policy:
     package_index: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     min_release_age_days: float = 3.0
     allow_prereleases: bool | frozenset[str] = False
-    allow_local_versions: bool | frozenset[str] = False  # "+label" versions as targets
     known_bad: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     caps: Mapping[str, Version] = field(default_factory=dict)  # package -> must stay below
     python: str | None = None  # the Python version markers are evaluated for
@@ -98,11 +97,6 @@ class Policy:
             return self.allow_prereleases
         return package in self.allow_prereleases
 
-    def local_versions_allowed(self, package: str) -> bool:
-        if isinstance(self.allow_local_versions, bool):
-            return self.allow_local_versions
-        return package in self.allow_local_versions
-
     def known_bad_reason(self, package: str, version: Version) -> str | None:
         entry = self.known_bad_entry(package, version)
         return entry[0] if entry else None
@@ -134,7 +128,6 @@ class Policy:
 
 
 KNOWN_KEYS = {"group", "groups", "index-url", "index", "min-release-age", "allow-prereleases",
-              "allow-local-versions",
               "known-bad", "cap", "python", "doc-patterns", "dockerfile-args", "reviewers",
               "labels", "gate-workflow", "runner-labels", "required-checks", "merge-method",
               "bot-login", "platforms", "cuda-variants", "files", "exclude", "strict",
@@ -261,11 +254,11 @@ def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None)
         if age < 0:
             raise ConfigError(f"{where}: key '{prefix}min-release-age' must not be negative")
         updates["min_release_age_days"] = float(age)
-    for key in ("allow-prereleases", "allow-local-versions"):
-        if key in raw:
-            value = raw[key]
-            updates[key.replace("-", "_")] = value if isinstance(value, bool) else frozenset(
-                package(f"{prefix}{key}", n) for n in _names(where, f"{prefix}{key}", value))
+    if "allow-prereleases" in raw:
+        value = raw["allow-prereleases"]
+        updates["allow_prereleases"] = value if isinstance(value, bool) else frozenset(
+            package(f"{prefix}allow-prereleases", n)
+            for n in _names(where, f"{prefix}allow-prereleases", value))
     if "known-bad" in raw:
         table = _expect(where, f"{prefix}known-bad", raw["known-bad"], dict,
                         "a table package = {version = reason}")

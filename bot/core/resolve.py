@@ -135,10 +135,6 @@ def screen(ctx: Context, package: str, version: Version, files: Sequence[DistFil
         return f"capped below {cap} by {policy.source}"
     if version.is_prerelease and not policy.prereleases_allowed(package):
         return "pre-release (allow with allow-prereleases)"
-    if version.local is not None and not exempt_age and \
-            not policy.local_versions_allowed(package):
-        return (f"local version label +{version.local}: not a public release (allow with "
-                "allow-local-versions)")
     live = [f for f in files if f.yanked is None]
     if not live:
         why = next((f.yanked for f in files if f.yanked), "")
