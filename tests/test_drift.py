@@ -248,3 +248,29 @@ def test_sources_come_from_a_verified_download_without_range(static, tmp_path: P
     assert outcome.new is not None and outcome.new.how == "download"
     assert {(f.line, f.severity) for f in outcome.report.findings} == \
         {(e[0], e[2]) for e in EXPECTED}
+
+
+def test_drift_fetches_no_page_and_no_byte_range_twice(
+        pypi: PypiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """drift plans (the pages), then reads both versions' sources (range requests): within
+    one command no page is fetched twice and no range is asked for twice."""
+    from collections import Counter
+
+    from bot.adapters.http import HttpClient
+
+    asked: Counter[tuple[str, str, str]] = Counter()
+    request = HttpClient.request
+
+    def counting(self: HttpClient, method: str, url: str, headers: object = None,
+                 *args: object, **kwargs: object) -> object:
+        asked[(method, url, dict(headers or {}).get("Range", ""))] += 1  # type: ignore[call-overload]
+        return request(self, method, url, headers, *args, **kwargs)  # type: ignore[arg-type]
+
+    publish(pypi)
+    repo = target_repo(tmp_path / "repo")
+    monkeypatch.setattr(HttpClient, "request", counting)
+    assert main(["drift", "--repo", str(repo), "--index-url", pypi.url, "--cache-dir",
+                 str(tmp_path / "cache")]) == 1, capsys.readouterr().err
+    assert any(url.endswith("/kernelpkg/") for _, url, _ in asked)
+    assert [k for k, n in asked.items() if n > 1] == []

@@ -29,6 +29,7 @@ from bot.adapters.cache import Cache
 from bot.adapters.http import WHEEL_LIMIT, HttpClient
 from bot.adapters.lazywheel import (
     METADATA_LIMITS,
+    TAIL,
     Limits,
     is_metadata,
     metadata_member,
@@ -279,10 +280,19 @@ class SimpleIndex:
         self.cache_dir = cache_dir
         self.cache = Cache(cache_dir) if cache_dir is not None else None
         self.metadata_sources: dict[str, str] = {}  # file url -> "pep658" | "range" | "download"
+        self._pages: dict[str, ProjectPage] = {}  # url -> page: one fetch per command
+        self._tails: dict[str, tuple[int, bytes, str]] = {}  # wheel url -> its last 64 KiB
 
     def project(self, index_url: str, name: str) -> ProjectPage:
+        """The project page, fetched once per command (drift asks again after its plan)."""
         name = canonicalize_name(name)
         url = f"{index_url.rstrip('/')}/{name}/"
+        page = self._pages.get(url)
+        if page is None:
+            page = self._pages.setdefault(url, self._fetch_project(url, index_url, name))
+        return page
+
+    def _fetch_project(self, url: str, index_url: str, name: str) -> ProjectPage:
         resp = self.http.get_cached(url, ACCEPT)
         if resp.status == 404:
             raise UnknownPackage(f"{name}: not found on {redact(index_url)} (HTTP 404 for "
@@ -347,9 +357,15 @@ class SimpleIndex:
         wheel, its sha256 checked ("download"). Every member name is checked first."""
 
         def fetch(range_header: str) -> tuple[int, bytes, str]:
+            held = self._tails.get(file.url) if range_header == f"bytes=-{TAIL}" else None
+            if held is not None:  # the metadata read fetched it: drift's sources reuse it
+                return held
             r = self.http.request("GET", file.url, {"Range": range_header}, ok=(200, 206),
                                   max_bytes=WHEEL_LIMIT)
-            return r.status, r.content, r.headers.get("content-range", "")
+            answer = r.status, r.content, r.headers.get("content-range", "")
+            if r.status == 206 and range_header == f"bytes=-{TAIL}":
+                self._tails[file.url] = answer
+            return answer
 
         try:
             if wanted is is_metadata:  # METADATA alone: from the directory's tail
