@@ -56,6 +56,14 @@ def test_every_reach_form_is_found() -> None:
     # string pairs in a table and a lazy wrapper
     ("T = [('kernelpkg.gemm', 'K')]\nf = wrap('kernelpkg.moe', 'fused')\nf(1)\n",
      ["reference kernelpkg.gemm.K", "reference kernelpkg.moe.fused", "call kernelpkg.moe.fused"]),
+    # one name, two functions, two modules: each function sees its own (vLLM reuses `mod`)
+    ("import importlib\ndef a():\n    mod = importlib.import_module('kernelpkg')\n"
+     "    return getattr(mod, 'f')\ndef b():\n    mod = importlib.import_module('kernelpkg.gemm')\n"
+     "    return hasattr(mod, 'K')\n",
+     ["reference kernelpkg.f", "reference kernelpkg.gemm", "reference kernelpkg.gemm.K"]),
+    # a module imported inside a function is bound there, unless declared global
+    ("def a():\n    import kernelpkg.comm as c\n    c.g()\ndef b():\n    c.g()\n",
+     ["call kernelpkg.comm.g"]),
     # look-alikes that are not the package: a prose string, another root, a relative import
     ("s = 'kernelpkg is fast'\nimport otherpkg\notherpkg.g()\nfrom . import kernelpkg\n", []),
     ("def broken(:\n    kernelpkg.g()\n", []),  # not Python: nothing to map

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from itertools import pairwise
@@ -135,53 +135,83 @@ def _string_arg(node: ast.Call, index: int) -> str | None:
     return None
 
 
+class _Scope:
+    """Names bound in one function (or the module): a name is looked up in its own function
+    first, then in the enclosing ones, then in the module; ``global`` names go to the module."""
+
+    def __init__(self, parent: _Scope | None) -> None:
+        self.parent = parent
+        self.names: dict[str, str] = {}
+        self.globals: set[str] = set()
+
+    @property
+    def module(self) -> _Scope:
+        return self if self.parent is None else self.parent.module
+
+    def lookup(self, name: str) -> str | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.names[name]
+            scope = scope.parent
+        return None
+
+    def bind(self, name: str, path: str) -> bool:
+        target = self.module if name in self.globals else self
+        if target.names.get(name) == path:
+            return False
+        target.names[name] = path
+        return True
+
+
 class _Resolver:
     """What each name, attribute and lazy-import call of one module stands for."""
 
     def __init__(self, roots: set[str]) -> None:
         self.roots = roots
-        self.bindings: dict[str, str] = {}  # "x", "self._comm" -> "flashinfer.comm"
+        self.attributes: dict[str, str] = {}  # "self._comm" -> "flashinfer.comm", file-wide
 
-    def bind_import(self, node: ast.Import | ast.ImportFrom) -> None:
+    def bind_import(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 head = alias.name.split(".")[0]
                 if head not in self.roots:
                     continue
                 if alias.asname:
-                    self.bindings[alias.asname] = alias.name
+                    scope.bind(alias.asname, alias.name)
                 else:
-                    self.bindings[head] = head
+                    scope.bind(head, head)
             return
         if node.level or not node.module or node.module.split(".")[0] not in self.roots:
             return
         for alias in node.names:
             if alias.name != "*":
-                self.bindings[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                scope.bind(alias.asname or alias.name, f"{node.module}.{alias.name}")
 
-    def resolve(self, node: ast.expr) -> str | None:
+    def resolve(self, node: ast.expr, scope: _Scope) -> str | None:
         """The lead-package path an expression evaluates to, when it can be told."""
         text = _syntax_name(node)
         if text is not None:
             parts = text.split(".")
             for i in range(len(parts), 0, -1):  # the longest bound prefix: self._comm.x
-                bound = self.bindings.get(".".join(parts[:i]))
+                bound = scope.lookup(parts[0]) if i == 1 else \
+                    self.attributes.get(".".join(parts[:i]))
                 if bound is not None:
                     return ".".join([bound, *parts[i:]])
             return None
         if isinstance(node, ast.Attribute):
-            base = self.resolve(node.value)
+            base = self.resolve(node.value, scope)
             return f"{base}.{node.attr}" if base else None
         if isinstance(node, ast.Call):
-            return self.resolve_call_value(node)
+            return self.resolve_call_value(node, scope)
         return None
 
-    def resolve_call_value(self, node: ast.Call) -> str | None:
+    def resolve_call_value(self, node: ast.Call, scope: _Scope) -> str | None:
         """What a lazy-import call returns: ``getattr(mod, "name")``,
         ``importlib.import_module("flashinfer.x")``, ``helper("flashinfer.x", "Name")``."""
         func = _syntax_name(node.func)
         if func == "getattr" and len(node.args) >= 2:
-            base = self.resolve(node.args[0])
+            base = self.resolve(node.args[0], scope)
             name = _string_arg(node, 1)
             return f"{base}.{name}" if base and name and _IDENT.match(name) else None
         module = _dotted_string(_string_arg(node, 0), self.roots)
@@ -194,17 +224,47 @@ class _Resolver:
             return f"{module}.{name}"
         return module if len(node.args) == 1 else None
 
-    def bind_assign(self, targets: list[ast.expr], value: ast.expr) -> bool:
-        path = self.resolve(value)
+    def bind_assign(self, targets: list[ast.expr], value: ast.expr, scope: _Scope) -> bool:
+        path = self.resolve(value, scope)
         if path is None:
             return False
         changed = False
         for target in targets:
+            if isinstance(target, ast.Name):
+                changed = scope.bind(target.id, path) or changed
+                continue
             key = _syntax_name(target)
-            if key is not None and self.bindings.get(key) != path:
-                self.bindings[key] = path
+            if key is not None and self.attributes.get(key) != path:
+                self.attributes[key] = path
                 changed = True
         return changed
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _walk_scoped(tree: ast.AST) -> Iterator[tuple[ast.AST, _Scope]]:
+    """Every node with the scope its names live in (functions nest; classes do not)."""
+    module = _Scope(None)
+    stack: list[tuple[ast.AST, _Scope]] = [(tree, module)]
+    while stack:
+        node, scope = stack.pop()
+        yield node, scope
+        for child in reversed(list(ast.iter_child_nodes(node))):
+            if isinstance(child, _FUNCTIONS):
+                inner = _Scope(scope)
+                body = child.body if isinstance(child.body, list) else [child.body]
+                for stmt in body:
+                    for sub in ast.walk(stmt):
+                        if isinstance(sub, ast.Global):
+                            inner.globals.update(sub.names)
+                # decorators, defaults and annotations are evaluated in the enclosing scope
+                for part in ast.iter_child_nodes(child):
+                    stack.append((part, inner if part in body or part is child.args
+                                   else scope))
+                yield child, scope
+            else:
+                stack.append((child, scope))
 
 
 def _column(lines: Sequence[str], node: ast.expr) -> int:
@@ -225,25 +285,27 @@ def scan_source(file: str, text: str, roots: set[str]) -> list[CallSite]:
     except (SyntaxError, ValueError):
         return []  # not valid Python: nothing we can map
     resolver = _Resolver(roots)
-    assigns: list[tuple[list[ast.expr], ast.expr]] = []
-    calls: list[ast.Call] = []
+    assigns: list[tuple[list[ast.expr], ast.expr, _Scope]] = []
+    calls: list[tuple[ast.Call, _Scope]] = []
     strings: list[ast.expr] = []
-    for node in ast.walk(tree):
+    imported = False
+    for node, scope in _walk_scoped(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            resolver.bind_import(node)
+            resolver.bind_import(node, scope)
+            imported = True
         elif isinstance(node, ast.Assign):
-            assigns.append((node.targets, node.value))
+            assigns.append((node.targets, node.value, scope))
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-            assigns.append(([node.target], node.value))
+            assigns.append(([node.target], node.value, scope))
         elif isinstance(node, ast.Call):
-            calls.append(node)
+            calls.append((node, scope))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             strings.append(node)
-    if not resolver.bindings and not any(_dotted_string(s.value, roots)  # type: ignore[attr-defined]
-                                         for s in strings):
+    if not imported and not any(_dotted_string(s.value, roots)  # type: ignore[attr-defined]
+                                for s in strings):
         return []
     for _ in range(8):  # a binding may use one made later in the file (x = comm)
-        if not any([resolver.bind_assign(t, v) for t, v in assigns]):
+        if not any([resolver.bind_assign(t, v, sc) for t, v, sc in assigns]):
             break
     lines = text.splitlines()
     sites: dict[tuple[int, int, str, str], CallSite] = {}
@@ -266,16 +328,16 @@ def scan_source(file: str, text: str, roots: set[str]) -> list[CallSite]:
         sites.setdefault((site.line, site.column, site.kind, site.path), site)
 
     called: set[tuple[int, str]] = set()
-    for node in calls:
-        path = resolver.resolve(node.func)
+    for node, scope in calls:
+        path = resolver.resolve(node.func, scope)
         if path is not None:
             add(node, path, "call", "", node)
             called.add((node.lineno, path))
     paired: set[int] = set()
-    for node in calls:
+    for node, scope in calls:
         func = _syntax_name(node.func)
         if func in ("getattr", "hasattr") and len(node.args) >= 2:
-            base, name = resolver.resolve(node.args[0]), _string_arg(node, 1)
+            base, name = resolver.resolve(node.args[0], scope), _string_arg(node, 1)
             if base and name and _IDENT.match(name) and (node.lineno, f"{base}.{name}") \
                     not in called:
                 add(node, f"{base}.{name}", "reference", func)
