@@ -86,3 +86,24 @@ def test_config_groups_are_discovered(tmp_path: Path) -> None:
     target, policy = ws.target, ws.policy
     assert policy.active_group.lead == "triton"
     assert [p.where for p in target.pins_of("triton")] == ["python/pyproject.toml:7"]
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ({"known-bad": {"flashinfer-pyhton": {"0.6.10": "hangs"}}},
+     "pinbump.toml: key 'known-bad.flashinfer-pyhton': 'flashinfer-pyhton' is not a package of "
+     "any group; did you mean 'flashinfer-python'?"),
+    ({"cap": {"cutlass-dsl": "4.6"}},
+     "key 'cap.cutlass-dsl': 'cutlass-dsl' is not a package of any group; did you mean "
+     "'nvidia-cutlass-dsl'?"),
+    ({"index": {"numpy": "https://example.invalid/simple"}},
+     "key 'index.numpy': 'numpy' is not a package of any group (packages of the groups: "),
+    ({"allow-prereleases": ["flashinfer-jit-cach"]},
+     "did you mean 'flashinfer-jit-cache'?"),
+    ({"platforms": ["linux-riscv64"]}, "key 'platforms': unknown platform 'linux-riscv64'"),
+    ({"cuda-variants": ["12.9"]}, "key 'cuda-variants': '12.9' is not a CUDA variant"),
+])
+def test_package_keys_outside_the_group_are_errors_with_a_did_you_mean(
+        raw: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw, "pinbump.toml")
+    assert message in str(err.value)

@@ -257,3 +257,96 @@ def test_reasons_name_the_constraints() -> None:
     floor = next(c for c in plan_of(packages).changes if c.package == "quack-kernels")
     assert floor.reason == ("floor raised as far as the set requires: >=0.4.0 (from "
                             "flashinfer-python 0.6.11)")
+
+
+# -- cases whose answer differs from the plain bump (each fails on a resolver that ignores the
+# rule it names) ---------------------------------------------------------------------------
+def test_companions_mutual_requirements_keep_an_exact_pin_back() -> None:
+    """Plain bump: quack 0.4.0 and cutlass 4.5.0; but quack 0.4.0 requires cutlass<4.5, which
+    the lead's set moved to 4.5.0: quack stays at 0.3.0."""
+    packages = {**base(), "quack-kernels": [Rel("0.3.0"),
+                                            Rel("0.4.0", ("nvidia-cutlass-dsl<4.5",))],
+                "flashinfer-python": [Rel("0.6.8.post1"),
+                                      Rel("0.6.11", ("nvidia-cutlass-dsl>=4.5",))]}
+    pins = (*PINS[:3], "quack-kernels==0.3.0")
+    plan = plan_of(packages, pins)
+    assert changes(plan)["nvidia-cutlass-dsl"] == ("==4.4.2", "==4.5.0")
+    assert "quack-kernels" not in changes(plan)
+    assert rejected(plan)[("quack-kernels", "0.4.0")] == (
+        "requires nvidia-cutlass-dsl<4.5 but the set has nvidia-cutlass-dsl 4.5.0")
+
+
+@pytest.mark.parametrize(("lead_pin", "cutlass"), [
+    ("flashinfer_python[cu13]==0.6.8.post1", None),  # the cu13 extra caps cutlass below 4.5
+    ("flashinfer_python==0.6.8.post1", ("==4.4.2", "==4.5.0")),
+])
+def test_an_extra_the_target_asks_for_changes_the_answer(lead_pin: str,
+                                                         cutlass: tuple[str, str] | None) -> None:
+    packages = {**base(), "flashinfer-python": [Rel("0.6.8.post1"), Rel(
+        "0.6.11", ("nvidia-cutlass-dsl>=4.4", 'nvidia-cutlass-dsl<4.5; extra == "cu13"'))]}
+    plan = plan_of(packages, (lead_pin, *PINS[1:]))
+    assert plan.lead_target == "0.6.11"
+    assert changes(plan).get("nvidia-cutlass-dsl") == cutlass
+
+
+@pytest.mark.parametrize("policy_or_yank", ["known-bad", "yanked"])
+def test_a_bad_current_pin_is_kept_never_downgraded(policy_or_yank: str) -> None:
+    """0.6.8.post1 is known bad (or yanked) and nothing newer is complete: the plan keeps it
+    with a warning instead of failing or going back to 0.6.7."""
+    yanked = "broken wheel" if policy_or_yank == "yanked" else None
+    packages = {**base(), "flashinfer-python": [Rel("0.6.7"), Rel("0.6.8.post1", yanked=yanked),
+                                                Rel("0.6.11")],
+                "flashinfer-cubin": [Rel("0.6.7"), Rel("0.6.8.post1")]}
+    policy = parse_config({"known-bad": {"flashinfer-python": {"0.6.8.post1": "hangs"}}},
+                          "pinbump.toml") if policy_or_yank == "known-bad" else None
+    plan = plan_of(packages, PINS, policy)
+    assert plan.lead_target == "0.6.8.post1"
+    assert "flashinfer-python" not in changes(plan)
+    assert plan.warnings and "never downgraded" in plan.warnings[0]
+    assert rejected(plan)[("flashinfer-python", "0.6.11")].startswith(
+        "flashinfer-cubin 0.6.11 is not published")
+
+
+def test_a_yanked_companion_pin_is_not_downgraded() -> None:
+    packages = {**base(), "nvidia-cutlass-dsl": [Rel("4.4.2"), Rel("4.5.0", yanked="bad")]}
+    plan = plan_of(packages, (*PINS[:2], "nvidia-cutlass-dsl==4.5.0", PINS[3]))
+    assert "nvidia-cutlass-dsl" not in changes(plan)  # plain resolution: 4.5.0 -> 4.4.2
+    assert any("nvidia-cutlass-dsl 4.5.0 (pinned) is yanked" in w for w in plan.warnings)
+
+
+def test_the_targets_own_bounds_survive_the_bump() -> None:
+    """Plain bump: 0.7.0. The target says <0.7 and !=0.6.12: 0.6.11, bounds kept."""
+    packages = {**base(), "flashinfer-python": [Rel("0.6.8"), Rel("0.6.11"), Rel("0.6.12"),
+                                                Rel("0.7.0")],
+                "flashinfer-cubin": [Rel("0.6.8"), Rel("0.6.11"), Rel("0.6.12"), Rel("0.7.0")]}
+    plan = plan_of(packages, ("flashinfer-python>=0.6.8,<0.7,!=0.6.12",
+                              "flashinfer-cubin>=0.6.8,<0.7,!=0.6.12", *PINS[2:]))
+    assert plan.lead_target == "0.6.11"
+    assert changes(plan)["flashinfer-python"] == (">=0.6.8,<0.7,!=0.6.12",
+                                                  ">=0.6.11,<0.7,!=0.6.12")
+    assert rejected(plan)[("flashinfer-python", "0.7.0")].startswith(
+        "excluded by the target's own specifier")
+    assert rejected(plan)[("flashinfer-python", "0.6.12")].startswith(
+        "excluded by the target's own specifier")
+
+
+def test_a_local_version_is_never_a_target() -> None:
+    packages = {**base(), "flashinfer-python": [*base()["flashinfer-python"],
+                                                Rel("0.6.12+evil.example")],
+                "flashinfer-cubin": [*base()["flashinfer-cubin"], Rel("0.6.12+evil.example")]}
+    plan = plan_of(packages)
+    assert plan.lead_target == "0.6.11"
+    assert rejected(plan)[("flashinfer-python", "0.6.12+evil.example")] == (
+        "local version (+evil.example): never a target unless configured")
+
+
+def test_shipped_advisories_reject_with_their_source() -> None:
+    from bot.core.config import builtin_advisories
+
+    packages = {**base(), "flashinfer-python": [*base()["flashinfer-python"], Rel("0.6.14")],
+                "flashinfer-cubin": [*base()["flashinfer-cubin"], Rel("0.6.14")]}
+    plan = plan_of(packages, policy=Policy(advisories=builtin_advisories()))
+    assert plan.lead_target == "0.6.11"
+    assert rejected(plan)[("flashinfer-python", "0.6.14")] == (
+        "known bad: GB300 TRTLLM_GEN_BMM cubin hang; fixed in 0.6.15 (pinbump advisory, "
+        "https://github.com/flashinfer-ai/flashinfer/issues/3971)")

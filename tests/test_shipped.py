@@ -322,3 +322,66 @@ def test_as_of_before_the_pinned_upload_says_not_yet_published(
     assert err == ("pinbump: error: no complete and consistent set for group 'flashinfer': "
                    "flashinfer-python 0.6.8.post1 (pinned) was not yet published on 2026-04-20 "
                    "(uploaded 2026-05-01); choose a later --as-of\n")
+
+
+def test_hash_vcs_and_arbitrary_equality_pins_plan_and_apply(
+        fi: FlashInferIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Valid syntax is never an "invalid file": a VCS ref moves; hash-pinned and === pins are
+    left unchanged, each with its reason."""
+    shipped(fi)
+    repo = tmp_path / "repo"
+    (repo / "requirements").mkdir(parents=True)
+    (repo / "requirements" / "cuda.txt").write_text(
+        "flashinfer-python==0.6.8.post1 \\\n    --hash=sha256:" + "a" * 64 + "\n")
+    (repo / "requirements" / "dev.txt").write_text(
+        "-e git+https://github.com/flashinfer-ai/flashinfer@v0.6.8.post1#egg=flashinfer-python\n"
+        "flashinfer-cubin===0.6.8.post1\n")
+    code, doc, err = plan(capsys, repo, fi, "--strict")  # every index answered
+    assert code == 0, err
+    assert doc is not None
+    assert {(u["package"], u["specifier"], u["reason"]) for u in doc["unchanged"]} == {
+        ("flashinfer-python", "==0.6.8.post1 at requirements/cuda.txt:1",
+         "not edited: hash-pinned (--hash): regenerate the hashes, e.g. pip-compile "
+         "--generate-hashes"),
+        ("flashinfer-cubin", "===0.6.8.post1 at requirements/dev.txt:2",
+         "not edited: arbitrary-equality pin (===): edit it by hand"),
+    }
+    assert main(["apply", "--repo", str(repo), "--index-url", fi.pypi, "--min-release-age", "0",
+                 "--no-cache", "--retries", "0", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [(e["file"], e["line"], e["after"]) for e in result["edits"]] == [
+        ("requirements/dev.txt", 1, "-e git+https://github.com/flashinfer-ai/flashinfer@v0.6.15"
+                                    "#egg=flashinfer-python")]
+    assert {(m["file"], m["line"]) for m in result["left_unchanged"]} == {
+        ("requirements/cuda.txt", 1), ("requirements/dev.txt", 2)}
+
+
+def test_files_not_read_are_reported_with_their_pins(
+        fi: FlashInferIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Latin-1 Dockerfile, an oversized requirements file and a symlinked one: each is named;
+    the Dockerfile's ARG holding the old version is listed as left unchanged."""
+    shipped(fi)
+    repo = vllm_tree(tmp_path)
+    (repo / "docker" / "Dockerfile.legacy").write_bytes(
+        b"# Gr\xfc\xdfe from the build team\nARG FLASHINFER_VERSION=0.6.8.post1\nFROM x\n")
+    (repo / "requirements" / "huge.txt").write_bytes(b"# pad\n" * 400_000)
+    (repo / "requirements" / "linked.txt").symlink_to(repo / "requirements" / "cuda.txt")
+    code, doc, err = plan(capsys, repo, fi)
+    assert code == 0, err
+    assert doc is not None
+    assert doc["skipped"] == [  # type: ignore[index]
+        {"file": "docker/Dockerfile.legacy",
+         "reason": "not UTF-8 text (invalid start byte)"},
+        {"file": "requirements/huge.txt", "reason": "over 2 MB (2400000 bytes)"},
+        {"file": "requirements/linked.txt", "reason": "a symbolic link (not followed)"}]
+    assert main(["apply", "--repo", str(repo), "--index-url", fi.pypi, "--min-release-age", "0",
+                 "--no-cache", "--retries", "0", "--json", "--dry-run"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert {"file": "docker/Dockerfile.legacy", "line": 2,
+            "package": "flashinfer-cubin, flashinfer-jit-cache, flashinfer-python",
+            "version": "0.6.8.post1", "text": "ARG FLASHINFER_VERSION=0.6.8.post1"} \
+        in result["left_unchanged"]
+    assert "docker/Dockerfile.legacy: not read (not UTF-8 text (invalid start byte)); nothing " \
+           "in it was edited, check it by hand" in result["notes"]
+    assert not any(m["file"].rsplit("/", 1)[-1] == "linked.txt"
+                   for m in result["left_unchanged"])  # a link is never followed

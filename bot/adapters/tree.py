@@ -81,6 +81,23 @@ def read_tree(root: Path) -> Tree:
                 skipped=skipped)
 
 
+def peek_unread(root: Path, paths: list[str]) -> dict[str, str]:
+    """Best-effort text of pin files that were not read as UTF-8 (not UTF-8, over the size
+    cap), so their old versions can be listed; symbolic links are never followed."""
+    out: dict[str, str] = {}
+    for rel in paths:
+        path = root / rel
+        try:
+            if path.is_symlink() or not path.is_file():
+                continue
+            with path.open("rb") as fh:
+                data = fh.read(MAX_BYTES)
+        except OSError:
+            continue
+        out[rel] = data.replace(b"\0", b" ").decode("latin-1")
+    return out
+
+
 def discover(root: Path, names: set[str]) -> Target:
     """Read the tree under ``root`` and find the pins of ``names`` (one walk)."""
     tree = read_tree(root)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.adapters.tree import peek_unread
 from bot.adapters.writer import TargetState, write_all
 from bot.commands.context import Services
-from bot.core.edits import Bump, EditSet, bumps_from_intent, bumps_to_intent
+from bot.core.edits import Bump, EditSet, bumps_from_intent, bumps_to_intent, left_unchanged
 from bot.core.editset import apply_bumps, apply_reads, compute_edits, partial_note
 from bot.core.models import Plan
 from bot.core.workspace import Workspace
@@ -44,6 +45,7 @@ def apply(ws: Workspace, plan: Plan, *, write: bool = True,
         notes = [f"finishing an apply that was interrupted ({moving})", *notes]
     elif partial:
         notes = [partial, *notes]
+    _unread(ws, bumps, edits, notes)
     written = write and bool(edits.files)
     if written:
         write_all(ws.root, {f.path: f.new.encode("utf-8") for f in edits.files}, ws.raw,
@@ -51,6 +53,18 @@ def apply(ws: Workspace, plan: Plan, *, write: bool = True,
     elif write and state is not None and pending is not None:
         state.clean()  # the killed run had written everything: only its journal was left
     return ApplyResult(edits, notes, bumps, written)
+
+
+def _unread(ws: Workspace, bumps: list[Bump], edits: EditSet, notes: list[str]) -> None:
+    """Files that may hold a pin and were not read are never skipped silently: each is a note,
+    and an old version in one (a Dockerfile ARG in a file that is not UTF-8) is listed as left
+    unchanged with its line."""
+    if not ws.target.skipped:
+        return
+    for path, why in ws.target.skipped:
+        notes.append(f"{path}: not read ({why}); nothing in it was edited, check it by hand")
+    peeked = peek_unread(ws.root, [p for p, _ in ws.target.skipped])
+    edits.left_unchanged.extend(left_unchanged(peeked, bumps))
 
 
 def needs_codemod(ws: Workspace, plan: Plan) -> bool:

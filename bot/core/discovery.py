@@ -578,24 +578,27 @@ def _json(path: str, text: str, scan: _Scan, arg_names: set[str]) -> None:
     "0.6.8.post1"}}``: a version under a key named after a Docker ARG (or a group package)."""
     if not any(name in text for name in arg_names) and "_VERSION" not in text:
         return
-    key_re = re.compile(r"\"(?P<key>[A-Za-z_][A-Za-z0-9_]*)\"\s*:\s*(?P<rest>.*)")
+    key_re = re.compile(r"\"(?P<key>[A-Za-z_][A-Za-z0-9_]*)\"\s*:\s*(?=(?P<rest>[^\n]*))")
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        m = key_re.search(line)
-        if not m:
-            continue
-        key = m.group("key")
-        packages = scan.args.get(key) or (
-            {p} if (p := tied_package(key, scan.names, scan.lead)) else set())
-        if not packages:
-            continue
-        value_line, value = _json_value(lines, i, m.group("rest"))
-        if value is None or not _is_version(value):
-            continue
-        for package in sorted(packages):
-            scan.pins.append(Pin(package, f"{package}=={value.lstrip('v')}", path,
-                                 value_line + 1, f"json {key}", kind="literal",
-                                 literal=value.lstrip("v")))
+        for m in key_re.finditer(line):
+            _json_key(path, lines, i, m, scan)
+
+
+def _json_key(path: str, lines: list[str], i: int, m: re.Match[str], scan: _Scan) -> None:
+    """One ``"KEY": value`` of a versions JSON: a pin when KEY names a group package."""
+    key = m.group("key")
+    packages = scan.args.get(key) or (
+        {p} if (p := tied_package(key, scan.names, scan.lead)) else set())
+    if not packages:
+        return
+    value_line, value = _json_value(lines, i, m.group("rest"))
+    if value is None or not _is_version(value):
+        return
+    for package in sorted(packages):
+        scan.pins.append(Pin(package, f"{package}=={value.lstrip('v')}", path,
+                             value_line + 1, f"json {key}", kind="literal",
+                             literal=value.lstrip("v")))
 
 
 def _json_value(lines: list[str], i: int, rest: str) -> tuple[int, str | None]:
@@ -637,8 +640,7 @@ def _setup_cfg(path: str, text: str, names: set[str]) -> list[Pin]:
     """install_requires and [options.extras_require] in setup.cfg (one requirement a line)."""
     pins = []
     for number, line in enumerate(text.splitlines(), start=1):
-        body = line.split("=", 1)[1] if re.match(r"\s*[\w.-]+\s*=\s*\S", line) and \
-            not re.search(r"[<>!~]=|==", line.split("=", 1)[0] + "=") else line
+        body = line.split("=", 1)[1] if re.match(r"\s*[\w.-]+\s*=(?!=)", line) else line
         body = body.split("#")[0].strip()
         if not body or body.startswith("["):
             continue

@@ -707,7 +707,7 @@ def _build_plan(ctx: Context, lead_version: Version, current: Version | None,
         by_spec: dict[str, list[Pin]]
         frozen = [p for p in pins if p.frozen]
         for pin in frozen:
-            if _new_spec(pin, target) != split_requirement(pin.requirement)[1]:
+            if pin.current != target:
                 plan.unchanged.append((package, f"{split_requirement(pin.requirement)[1]} at "
                                        f"{pin.where}", f"not edited: {pin.frozen}"))
         by_spec = {}
