@@ -10,7 +10,6 @@ import argparse
 import platform
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -102,4 +101,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -28,7 +28,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -163,7 +163,7 @@ def plan(tree: Path, label: str, work: Path, repeats: int, as_of: str, python: s
     warm: dict[str, list[Run]] = {"pinbump": [], "uv": [], "uv-full": []}
     for i in range(repeats):
         caches = {k: work / f"cache-{k}-{i}" for k in cold}
-        cmds = {
+        cmds: dict[str, Callable[[Path], list[str]]] = {
             "pinbump": lambda c: [*base, "--cache-dir", str(c)],
             "uv": lambda c: uv_compile(req, c, as_of, python, no_deps=True),
             "uv-full": lambda c: uv_compile(req, c, as_of, python, no_deps=False),

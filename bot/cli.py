@@ -521,6 +521,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
     return 1 if report.breaking else 0
 
 
+def _absolute(path: Path | None) -> Path | None:
+    return path.resolve() if path is not None else None
+
+
 def cmd_gpu_gate(args: argparse.Namespace) -> int:
     from bot.commands.gpu_gate import (
         GateOptions,
@@ -544,12 +548,14 @@ def cmd_gpu_gate(args: argparse.Namespace) -> int:
         if not (args.deploy_base and args.deploy_head):
             raise InputError("gpu-gate: --deploy-base and --deploy-head go together")
         installs = deploy_lists(args.deploy_base, args.deploy_head, args.cuda_variant)
-    opts = GateOptions(baseline=args.baseline, candidate=args.candidate, out=args.out,
-                       tests=args.tests or default_tests_dir(),
-                       extra_paths=tuple(args.extra_path), rounds=args.rounds,
+    # absolute: pytest and the timing workers run in other folders
+    opts = GateOptions(baseline=_absolute(args.baseline), candidate=_absolute(args.candidate),
+                       out=args.out.resolve(), tests=(args.tests or default_tests_dir()).resolve(),
+                       extra_paths=tuple(p.resolve() for p in args.extra_path),
+                       rounds=args.rounds,
                        samples_per_round=args.samples_per_round, threshold=args.threshold,
                        pytest_args=tuple(args.pytest_arg), perf=not args.no_perf,
-                       tests_run=not args.no_tests, workspace=args.workspace,
+                       tests_run=not args.no_tests, workspace=_absolute(args.workspace),
                        min_tests=args.min_tests, fused_world=args.fused_world,
                        installs=installs)
     report = run_gate(opts, sys.stderr)

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-import sys
+import ipaddress
+import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 from servers import PypiServer, StaticIndex, pypiserver, static_index
 
@@ -42,3 +42,51 @@ def _no_flashinfer_host(monkeypatch: pytest.MonkeyPatch) -> None:
     """Offline tests never reach https://flashinfer.ai: its indexes are off unless a test
     serves an emulation of them (then it sets PINBUMP_FLASHINFER_WHL to that server)."""
     monkeypatch.setenv("PINBUMP_FLASHINFER_WHL", "")
+
+
+def _loopback(address: Any) -> bool:
+    """Whether a socket address (or a host name) stays on this machine."""
+    host = address[0] if isinstance(address, tuple) else address
+    if not isinstance(host, str):
+        return True  # AF_UNIX paths and the like
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False  # a name other than localhost: it would go out to a resolver
+
+
+@pytest.fixture(autouse=True)
+def _offline(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test not marked ``network`` that reaches past loopback fails at once (servers the
+    tests start run on 127.0.0.1). Subprocesses are not watched; pip and git never go out."""
+    if request.node.get_closest_marker("network"):
+        return
+    connect, connect_ex = socket.socket.connect, socket.socket.connect_ex
+    getaddrinfo = socket.getaddrinfo
+
+    def refuse(what: object) -> None:
+        raise AssertionError(f"test {request.node.nodeid} reached the network ({what!r}); "
+                             "mark it @pytest.mark.network or use a loopback server")
+
+    def guarded_connect(self: socket.socket, address: Any) -> None:
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address):
+            refuse(address)
+        return connect(self, address)
+
+    def guarded_connect_ex(self: socket.socket, address: Any) -> int:
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address):
+            refuse(address)
+        return connect_ex(self, address)
+
+    def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, bytes):
+            host = host.decode()
+        if host is not None and not _loopback(host):
+            refuse(host)
+        return getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)

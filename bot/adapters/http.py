@@ -71,7 +71,7 @@ _deadline = threading.local()  # .at: time.monotonic() by which this thread's re
 
 
 def _remaining(timeout: float | None) -> float:
-    at = getattr(_deadline, "at", None)
+    at: float | None = getattr(_deadline, "at", None)
     if at is None:
         return timeout if timeout is not None else float("inf")
     left = at - time.monotonic()

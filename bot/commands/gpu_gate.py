@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from bot.adapters.installer import install, listing, read_loaded, write_probe
+from bot.adapters.shipped import shipped_dir
 from bot.adapters.writer import write_file
 from bot.core.artifacts import InstallSpec, account
 from bot.core.gate_report import GateReport, diff_observations, gate_markdown, parse_junit
@@ -58,7 +59,7 @@ class GateOptions:
 
 def default_tests_dir() -> Path:
     env = os.environ.get("PINBUMP_GPU_TESTS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "gpu_tests"
+    return Path(env) if env else shipped_dir("gpu_tests")
 
 
 def validate(opts: GateOptions) -> None:

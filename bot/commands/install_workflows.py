@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.adapters.shipped import shipped_dir
 from bot.adapters.writer import write_all
 from bot.errors import InputError
 
@@ -23,7 +24,7 @@ WORKFLOWS = ("pinbump-bump.yml", "pinbump-gpu-gate.yml")
 
 def workflows_dir() -> Path:
     env = os.environ.get("PINBUMP_WORKFLOWS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "workflows"
+    return Path(env) if env else shipped_dir("workflows")
 
 
 @dataclass(frozen=True)

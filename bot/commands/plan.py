@@ -11,7 +11,7 @@ from bot.core.config import Policy, builtin_data
 from bot.core.discovery import Target
 from bot.core.indexmodel import IndexModel, build_model
 from bot.core.models import Plan
-from bot.core.resolve import cutoff_for, make_plan
+from bot.core.resolve import cutoff_for, lead_pins_of, make_plan
 from bot.core.workspace import Workspace
 from bot.errors import IndexError_
 
@@ -19,6 +19,7 @@ from bot.errors import IndexError_
 def plan(ws: Workspace, services: Services, as_of: str | None = None) -> Plan:
     """Query the index for the group (pages fetched at once) and resolve."""
     group = ws.group
+    lead_pins_of(ws.target, ws.policy)  # no lead pin: say so before any request
     services.http.authorize(ws.policy.credentials)  # the index's, to its origin only
     model = index_model(ws.target, ws.policy)
     source = IndexSource(services.index, ws.policy, ws.env, model)

@@ -129,9 +129,9 @@ def _syntax_name(node: ast.expr) -> str | None:
 
 
 def _string_arg(node: ast.Call, index: int) -> str | None:
-    if len(node.args) > index and isinstance(node.args[index], ast.Constant) and \
-            isinstance(node.args[index].value, str):  # type: ignore[attr-defined]
-        return node.args[index].value  # type: ignore[attr-defined]
+    arg = node.args[index] if len(node.args) > index else None
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
     return None
 
 

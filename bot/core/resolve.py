@@ -198,15 +198,22 @@ def best_wheel(env: Environment, files: Sequence[DistFile]) -> DistFile:
 
 
 # -- the plan -------------------------------------------------------------------------------
-def make_plan(target: Target, policy: Policy, source: Source, now: datetime, *,
-              as_of: bool = False, model: IndexModel | None = None,
-              env: Environment | None = None) -> Plan:
+def lead_pins_of(target: Target, policy: Policy) -> list[Pin]:
+    """The lead's pins; none is an error (checked before the index is asked anything)."""
     group = policy.active_group
     lead_pins = target.pins_of(group.lead)
     if not lead_pins:
         raise InputError(f"{target.root}: no requirement on {group.lead} in any pyproject, "
                          "requirements file, setup.py/setup.cfg, Dockerfile, CI script or "
                          f"versions JSON; nothing to plan for group {group.name!r}")
+    return lead_pins
+
+
+def make_plan(target: Target, policy: Policy, source: Source, now: datetime, *,
+              as_of: bool = False, model: IndexModel | None = None,
+              env: Environment | None = None) -> Plan:
+    group = policy.active_group
+    lead_pins = lead_pins_of(target, policy)
     env = env or Environment.for_target(target.requires_python(group.lead), policy.python,
                                         policy.platforms)
     ctx = Context(target=target, policy=policy, source=source, env=env, now=now, as_of=as_of,
