@@ -316,6 +316,13 @@ class HostileIndex(http.server.ThreadingHTTPServer):
     def url(self) -> str:
         return f"{self.base}/simple"
 
+    @property
+    def auth_url(self) -> str:
+        """The index URL with the credentials it requires (``auth``) in it."""
+        assert self.auth is not None
+        user, password = self.auth
+        return f"http://{user}:{password}@127.0.0.1:{self.server_address[1]}/simple"
+
     def handle_error(self, request: object, client_address: object) -> None:
         """A client that hangs up early (what pinbump does to a hostile answer) is expected;
         anything else is a bug of the fixture."""

@@ -25,8 +25,14 @@ V2 = {"kernelpkg/__init__.py": "def launch(x, stream=None):\n    return x\n"}
 
 @pytest.fixture
 def index(tmp_path: Path) -> Iterator[HostileIndex]:
+    """The hostile index; it wants credentials, which the tests pass in the URL
+    (``index.auth_url``): no output and no file may ever show them."""
     with hostile_index(tmp_path / "index") as srv:
+        srv.auth = ("bot", SECRET)
         yield srv
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and "objects" not in path.parts:
+            secret_free(str(path), path.read_bytes())
 
 
 def target(root: Path, pin: str = "kernelpkg==1.0") -> Path:
@@ -41,11 +47,13 @@ def target(root: Path, pin: str = "kernelpkg==1.0") -> Path:
     return root
 
 
-def snapshot(root: Path, skip: Path) -> dict[str, str]:
-    """Every file under ``root`` except under ``skip``, with its content hash."""
+def snapshot(root: Path, skip: Path | None = None) -> dict[str, str]:
+    """Every file under ``root`` except under ``skip`` (and any folder named cache), with its
+    content hash."""
     out = {}
     for path in sorted(root.rglob("*")):
-        if skip in path.parents or path == skip or not path.is_file():
+        if (skip is not None and (skip in path.parents or path == skip)) or \
+                "cache" in path.relative_to(root).parts or not path.is_file():
             continue
         out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
@@ -59,8 +67,15 @@ def one_line_error(err: str, *needles: str) -> None:
 
 
 def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run pinbump in this process; outside the cache it must change no file beside the
+    target's (``--repo``) and print no secret."""
+    root = Path(argv[argv.index("--repo") + 1]).parent
+    before = snapshot(root)
     code = main(argv)
     captured = capsys.readouterr()
+    secret_free("the output", captured.out + captured.err)
+    if code != 0:
+        assert snapshot(root) == before, "a failed command changed files"
     return code, captured.out, captured.err
 
 
@@ -92,7 +107,7 @@ def test_zip_slip_member_is_refused_and_nothing_is_written_outside(
                                 build_wheel(wheels, "kernelpkg", "2.0", files=members)])
     repo = target(tmp_path / "repo")
     before = snapshot(tmp_path, cache)
-    code, out, err = cli(["drift", "--repo", str(repo), "--index-url", index.url,
+    code, out, err = cli(["drift", "--repo", str(repo), "--index-url", index.auth_url,
                           "--cache-dir", str(cache), "--from", "1.0", "--to", "2.0"], capsys)
     assert not (tmp_path / "outside").exists() and not (tmp_path / "abs").exists()
     assert snapshot(tmp_path, cache) == before
@@ -143,9 +158,9 @@ def test_zip_bomb_metadata_is_refused_with_bounded_memory(
     repo = target(tmp_path / "repo")
     cache = tmp_path / "cache"
     before = snapshot(tmp_path, cache)
-    code, peak = peak_of(main, ["plan", "--repo", str(repo), "--index-url", index.url,
-                                "--cache-dir", str(cache)])
-    err = capsys.readouterr().err
+    argv = ["plan", "--repo", str(repo), "--index-url", index.auth_url,
+            "--cache-dir", str(cache)]
+    (code, _out, err), peak = peak_of(cli, argv, capsys)
     assert peak < 32 << 20, f"peak {peak / 2**20:.0f} MiB"
     assert code == 2
     one_line_error(err, "kernelpkg-2.0-py3-none-any.whl", "kernelpkg-2.0.dist-info/METADATA",
@@ -164,9 +179,9 @@ def test_huge_source_member_is_refused_with_bounded_memory(
     index.routes[f"/files/{bomb.name}"].ranges = ranges
     repo = target(tmp_path / "repo")
     cache = tmp_path / "cache"
-    code, peak = peak_of(main, ["drift", "--repo", str(repo), "--index-url", index.url,
-                                "--cache-dir", str(cache), "--from", "1.0", "--to", "2.0"])
-    err = capsys.readouterr().err
+    argv = ["drift", "--repo", str(repo), "--index-url", index.auth_url,
+            "--cache-dir", str(cache), "--from", "1.0", "--to", "2.0"]
+    (code, _out, err), peak = peak_of(cli, argv, capsys)
     assert peak < 32 << 20, f"peak {peak / 2**20:.0f} MiB"
     assert code == 2
     one_line_error(err, "kernelpkg-2.0-py3-none-any.whl", "kernelpkg/huge.py", "limit")
@@ -198,7 +213,7 @@ def test_unsupported_and_corrupt_compression(index: HostileIndex, tmp_path: Path
     repo = target(tmp_path / "repo")
     for wheel, needle in ((unsupported, "compression"), (corrupt, "corrupt")):
         index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", "1.0", files=V1), wheel])
-        code, _out, err = cli(["plan", "--repo", str(repo), "--index-url", index.url,
+        code, _out, err = cli(["plan", "--repo", str(repo), "--index-url", index.auth_url,
                                "--no-cache"], capsys)
         assert code == 2, err
         one_line_error(err, "kernelpkg-2.0-py3-none-any.whl", needle)
@@ -219,7 +234,7 @@ def test_a_file_name_from_the_index_never_becomes_a_path(
     index.page("kernelpkg", doc)
     repo = target(tmp_path / "repo")
     before = snapshot(tmp_path, cache)
-    code, _out, err = cli(["drift", "--repo", str(repo), "--index-url", index.url,
+    code, _out, err = cli(["drift", "--repo", str(repo), "--index-url", index.auth_url,
                            "--cache-dir", str(cache), "--from", "1.0", "--to", "2.0"], capsys)
     assert code == 2
     one_line_error(err, "kernelpkg 2.0: no wheel on")
@@ -311,10 +326,15 @@ def pinbump(argv: list[str], limit: float = 20.0) -> tuple[int, str, str, float]
     import sys
     import time
 
+    root = Path(argv[argv.index("--repo") + 1]).parent
+    before = snapshot(root)
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "bot", *argv], capture_output=True,
                           text=True, timeout=limit)
-    return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
+    elapsed = time.monotonic() - start
+    secret_free("the output", proc.stdout + proc.stderr)
+    assert snapshot(root) == before
+    return proc.returncode, proc.stdout, proc.stderr, elapsed
 
 
 @pytest.mark.parametrize("what", ["page", "metadata"])
@@ -326,7 +346,7 @@ def test_a_slow_drip_server_is_cut_off_at_the_timeout(
     path = "/simple/kernelpkg/" if what == "page" else "/files/kernelpkg-2.0-py3-none-any.whl"
     index.routes[path].drip = 1.0  # one byte a second, status line and headers included
     repo = target(tmp_path / "repo")
-    code, _out, err, elapsed = pinbump(["plan", "--repo", str(repo), "--index-url", index.url,
+    code, _out, err, elapsed = pinbump(["plan", "--repo", str(repo), "--index-url", index.auth_url,
                                         "--no-cache", "--timeout", "2", "--retries", "0"])
     assert elapsed < 8, elapsed
     assert code == 2
@@ -339,7 +359,7 @@ def test_the_command_deadline_bounds_retries(index: HostileIndex, tmp_path: Path
     index.routes["/simple/kernelpkg/"] = Route(b"busy", status=503,
                                                headers={"Retry-After": "1"})
     repo = target(tmp_path / "repo")
-    code, _out, err, elapsed = pinbump(["plan", "--repo", str(repo), "--index-url", index.url,
+    code, _out, err, elapsed = pinbump(["plan", "--repo", str(repo), "--index-url", index.auth_url,
                                         "--no-cache", "--retries", "20", "--deadline", "3"])
     assert elapsed < 8, elapsed
     assert code == 2
@@ -359,9 +379,9 @@ def test_a_gzip_bomb_page_is_refused_with_bounded_memory(
     index.routes["/simple/kernelpkg/"] = Route(
         body, "application/vnd.pypi.simple.v1+json", headers={"Content-Encoding": "gzip"})
     repo = target(tmp_path / "repo")
-    code, peak = peak_of(main, ["plan", "--repo", str(repo), "--index-url", index.url,
-                                "--no-cache"])
-    err = capsys.readouterr().err
+    argv = ["plan", "--repo", str(repo), "--index-url", index.auth_url,
+            "--no-cache"]
+    (code, _out, err), peak = peak_of(cli, argv, capsys)
     assert peak < 192 << 20, f"peak {peak / 2**20:.0f} MiB"  # the page limit is 64 MiB
     assert code == 2
     one_line_error(err, f"{index.url}/kernelpkg/", "over 64 MiB")
@@ -408,7 +428,7 @@ def test_malformed_index_json_is_one_line(index: HostileIndex, tmp_path: Path,
     cache = tmp_path / "cache"
     before = snapshot(tmp_path, cache)
     for command in ("plan", "apply", "drift"):
-        code, out, err = cli([command, "--repo", str(repo), "--index-url", index.url,
+        code, out, err = cli([command, "--repo", str(repo), "--index-url", index.auth_url,
                               "--cache-dir", str(cache)], capsys)
         assert code == 2, (command, out, err)
         one_line_error(err, needle)
@@ -423,7 +443,7 @@ def test_a_page_that_is_not_json_is_one_line(index: HostileIndex, tmp_path: Path
                                              raw: bytes) -> None:
     index.page("kernelpkg", None, raw=raw)
     code, _out, err = cli(["plan", "--repo", str(target(tmp_path / "repo")), "--index-url",
-                           index.url, "--no-cache"], capsys)
+                           index.auth_url, "--no-cache"], capsys)
     assert code == 2
     one_line_error(err, f"{index.url}/kernelpkg/: malformed PEP 691 JSON")
     assert len(err) < 400
@@ -441,7 +461,7 @@ def test_a_hostile_retry_after_is_no_traceback(index: HostileIndex, tmp_path: Pa
                                                headers={"Retry-After": value})
     start = time.monotonic()
     code, _out, err = cli(["plan", "--repo", str(target(tmp_path / "repo")), "--index-url",
-                           index.url, "--no-cache", "--retries", "1"], capsys)
+                           index.auth_url, "--no-cache", "--retries", "1"], capsys)
     assert time.monotonic() - start < 15
     assert code == 2
     one_line_error(err, "HTTP 503 after 2 attempts")
@@ -477,11 +497,11 @@ def test_a_local_version_from_the_index_is_never_a_target(
                                 for v in ("1.0", "2.0+evil.example")])
     repo = target(tmp_path / "repo")
     before = snapshot(tmp_path, tmp_path / "cache")
-    code, _out, err = cli(["apply", "--repo", str(repo), "--index-url", index.url,
+    code, _out, err = cli(["apply", "--repo", str(repo), "--index-url", index.auth_url,
                            "--cache-dir", str(tmp_path / "cache")], capsys)
     assert code == 0, err
     assert snapshot(tmp_path, tmp_path / "cache") == before
-    code, out, _err = cli(["plan", "--repo", str(repo), "--index-url", index.url,
+    code, out, _err = cli(["plan", "--repo", str(repo), "--index-url", index.auth_url,
                            "--no-cache", "--json"], capsys)
     doc = json.loads(out)
     assert code == 0 and doc["changes"] == []
