@@ -130,3 +130,28 @@ def test_sarif_annotations_and_job_summary_in_github_actions(
     assert first["ruleId"] == "pinbump-drift/breaking" and first["level"] == "error"
     assert first["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == \
         "src/model.py"
+
+
+def test_a_gate_report_of_other_versions_is_noted_not_used(
+        repo: Path, pypi: PypiServer, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    gate = tmp_path / "gate.json"
+    gate.write_text(json.dumps({"baseline": "1.0", "candidate": "1.5", "observation_diff": [
+        {"key": "rmsnorm.accepts_fp8", "baseline": False, "candidate": True}]}))
+    assert main(["drift", "--repo", str(repo), "--index-url", pypi.url, "--no-cache",
+                 "--from", "1.0", "--to", "2.0", "--gate-report", str(gate)]) == 1
+    out = capsys.readouterr().out
+    assert "note: the GPU gate report compares 1.0 -> 1.5, not 1.0 -> 2.0: its observations " \
+           "were not used" in " ".join(out.split())
+    gate.write_text(json.dumps({"baseline": "1.0", "candidate": "2.0", "observation_diff": [
+        {"key": "rmsnorm.accepts_fp8", "baseline": False, "candidate": True}]}))
+    assert main(["drift", "--repo", str(repo), "--index-url", pypi.url, "--no-cache",
+                 "--from", "1.0", "--to", "2.0", "--gate-report", str(gate), "--json"]) == 1
+    review = [f for f in json.loads(capsys.readouterr().out) if f["severity"] == "review"
+              and f["change"] == "GPU gate: recorded behaviour changed"]
+    assert [(f["line"], f["function"]) for f in review] == [
+        (18, "kernelpkg.rmsnorm"), (19, "kernelpkg.rmsnorm")]
+    assert main(["drift", "--repo", str(repo), "--index-url", pypi.url, "--no-cache",
+                 "--gate-report", str(tmp_path / "missing.json")]) == 2
+    assert capsys.readouterr().err.startswith(f"pinbump: error: {tmp_path / 'missing.json'}: "
+                                              "cannot read the GPU gate report")

@@ -38,7 +38,7 @@ from bot.core.edits import Edit, EditSet, FileEdit
 from bot.core.environment import Environment
 from bot.core.models import DistFile, Plan
 from bot.core.resolve import best_wheel
-from bot.core.review import Advisories, parse_advisories, parse_observations
+from bot.core.review import Advisories, Observations, parse_advisories, parse_observations
 from bot.core.workspace import Workspace
 from bot.errors import InputError, PinbumpError
 from bot.render.drift import drift_markdown, sarif_json, workflow_commands
@@ -173,11 +173,17 @@ def drift(ws: Workspace, services: Services, from_version: str | None,
     if gate_report is not None:
         reviews.append(gate_report)
     breakages = api_breakages(old, new, store)
+    versions = (from_version, to_version)
 
     def analysed(sites: dict[str, list[CallSite]] | None) -> DriftReport:
         report = analyse(sources, roots, old.api, new.api, lead, sites, reviews)
         report.api_breakages = reachable_breakages(breakages, report.reached, old.api)
         report.api_breakages_elsewhere = len(breakages) - len(report.api_breakages)
+        if isinstance(gate_report, Observations) and (gate_report.baseline,
+                                                      gate_report.candidate) != versions:
+            report.notes.append(f"the GPU gate report compares {gate_report.baseline} -> "
+                                f"{gate_report.candidate}, not {from_version} -> "
+                                f"{to_version}: its observations were not used")
         return report
 
     report = analysed(sites)
