@@ -764,3 +764,14 @@ def test_unfixable_calls_put_a_banner_on_top_and_fail_the_gate(
     assert world.gate(result["pr"]) == 1
     assert world.emu.state.merges == []
     assert "`pinbump/drift`" in world.emu.state.comments[result["pr"]][-1]["body"]
+
+
+def test_nightly_channel_reports_and_opens_no_pr(world: World,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """--channel nightly is an early warning: the plan and body are computed, nothing is
+    pushed and no PR is opened unless nightly-prs = true."""
+    assert world.run("--channel", "nightly") == 0
+    captured = capsys.readouterr()
+    assert "--channel nightly: report only, no branch and no PR" in captured.err
+    assert world.emu.log == []
+    assert "pinbump" not in git(world.bare, "branch", "--list")

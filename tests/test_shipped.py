@@ -385,3 +385,22 @@ def test_files_not_read_are_reported_with_their_pins(
            "in it was edited, check it by hand" in result["notes"]
     assert not any(m["file"].rsplit("/", 1)[-1] == "linked.txt"
                    for m in result["left_unchanged"])  # a link is never followed
+
+
+def test_rejections_collapse_by_reason_with_upload_days() -> None:
+    from bot.core.models import Plan, Rejection
+    from bot.render.report import collapse_rejections
+
+    day = datetime(2026, 8, 1, tzinfo=timezone.utc)
+    plan = Plan("flashinfer", "flashinfer-python", "0.6.8.post1", "0.6.12", rejected=[
+        Rejection("flashinfer-python", "0.6.15", "flashinfer-cubin 0.6.15 is not published on "
+                  "https://pypi.org/simple", day),
+        Rejection("flashinfer-python", "0.6.14", "flashinfer-cubin 0.6.14 is not published on "
+                  "https://pypi.org/simple", day - timedelta(days=9)),
+        Rejection("flashinfer-python", "0.7.0rc1", "pre-release (allow with allow-prereleases)"),
+        Rejection("nvidia-cutlass-dsl", "4.6.0", "excluded by <4.6 (from x)")])
+    assert collapse_rejections(plan) == [
+        "flashinfer-python 0.6.15 (2026-08-01), 0.6.14 (2026-07-23): flashinfer-cubin at that "
+        "version is not published on https://pypi.org/simple",
+        "flashinfer-python 0.7.0rc1: pre-release (allow with allow-prereleases)",
+        "nvidia-cutlass-dsl 4.6.0: excluded by <4.6 (from x)"]

@@ -130,6 +130,12 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
             remote: str = "origin", out: IO[str], gate_report: ReviewSource | None = None
             ) -> RunResult:
     """The door of ``pinbump run``: services built once, the base checked out once."""
+    if plan_opts.channel == "nightly" and not dry_run \
+            and not load_workspace(plan_opts.repo, plan_opts.overrides).policy.nightly_prs:
+        # Nightly plans are early warnings for GPU runs: reported, never a PR unless asked.
+        print("pinbump: --channel nightly: report only, no branch and no PR (set nightly-prs "
+              "= true in the config to open them)", file=out)
+        dry_run = True
     token = gh_opts.token(needed=not dry_run)
     root = plan_opts.repo
     if Git(root).run("rev-parse", "--is-inside-work-tree", check=False) != "true":

@@ -466,8 +466,8 @@ def _variant_problem(ctx: Context, package: str, version: Version, *, exempt_age
         verified += 1
     if not verified:
         down = sorted({r.url for r in refs_all if (package, r.url) in ctx.problems})
-        return "!" + (f"{package}: no CUDA-variant index could be read ({', '.join(down)})"
-                      if down else f"{package}: no CUDA variant to check")
+        return "!" + (f"no CUDA-variant index could be read ({', '.join(down)})"
+                      if down else "no CUDA variant to check")
     return None
 
 
@@ -783,6 +783,8 @@ def _reason(ctx: Context, package: str, target: Version, current: Version | None
         return ("newest version with " + (", ".join(lock) + " published at the same version"
                                           if lock else "a consistent set") + tail)
     if package in group.lockstep:
+        if package in ctx.not_verified:
+            return f"moves with {group.lead} {target} (not verified: see below)"
         return f"lockstep with {group.lead} {target}"
     slot = next(s for s in _slots(ctx) if s.package == package)
     obeys = "; ".join(str(c) for c in ctx.bounds.get(package, []))
