@@ -31,6 +31,8 @@ class ParamKind(Vocabulary):
     VAR_KEYWORD = "variadic keyword"
 
 
+_KIND = {k.value: k for k in ParamKind}  # a dict lookup: ParamKind(value) per parameter
+                                          # was most of reading a large cached API
 FORMAT = 3  # bump when the cached JSON layout changes
 
 
@@ -165,7 +167,7 @@ class ApiIndex:
         return cls(package=data["package"], version=data["version"],
                    modules=set(data["modules"]), aliases=dict(data["aliases"]),
                    objects={k: (v[0], v[1], v[2]) for k, v in data["objects"].items()},
-                   functions={k: Signature(k, tuple(Param(p["name"], ParamKind(p["kind"]),
+                   functions={k: Signature(k, tuple(Param(p["name"], _KIND[p["kind"]],
                                                                  p.get("default"))
                                                            for p in v["params"]),
                                            v.get("deprecated"))

@@ -483,9 +483,11 @@ def find_rename(path: str, old: ApiIndex, new: ApiIndex) -> str | None:
         cparent, _, cname = cand.rpartition(".")
         if cname in old_names or cname.startswith("_") != name.startswith("_"):
             continue  # a name the old version had is a move, not a rename
-        ratio = SequenceMatcher(None, name, cname).ratio()
         same_body = bool(body) and b == body
-        if ratio >= 0.5 and (same_body or (shape and sh == shape)):
+        if not (same_body or (shape and sh == shape)):
+            continue  # the cheap test first: difflib's ratio is most of a large API's cost
+        ratio = SequenceMatcher(None, name, cname).ratio()
+        if ratio >= 0.5:
             scored.append(((same_body, cparent == parent, round(ratio, 3)), cand))
     scored.sort(reverse=True)
     if not scored or (len(scored) > 1 and scored[0][0] == scored[1][0]):
