@@ -507,3 +507,28 @@ def test_a_local_version_from_the_index_is_never_a_target(
     assert code == 0 and doc["changes"] == []
     assert [(r["version"], r["reason"]) for r in doc["rejected"]] == [
         ("2.0+evil.example", "local version (+evil.example): never a target unless configured")]
+
+
+def test_a_huge_pep658_metadata_file_is_refused_with_bounded_memory(
+        index: HostileIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import zlib
+
+    from servers import Route
+
+    wheels = tmp_path / "wheels"
+    lead_page(index, tmp_path)
+    doc = index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", v, files=V1)
+                                      for v in ("1.0", "2.0")], **{"core-metadata": True})
+    assert doc["files"]
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+    head = b"Metadata-Version: 2.1\nName: kernelpkg\nVersion: 2.0\n\n"
+    body = packer.compress(head) + b"".join(
+        packer.compress(b" " * (1 << 20)) for _ in range(48)) + packer.flush()
+    index.routes["/files/kernelpkg-2.0-py3-none-any.whl.metadata"] = Route(
+        body, "text/plain", headers={"Content-Encoding": "gzip"})
+    repo = target(tmp_path / "repo")
+    argv = ["plan", "--repo", str(repo), "--index-url", index.auth_url, "--no-cache"]
+    (code, _out, err), peak = peak_of(cli, argv, capsys)
+    assert peak < 64 << 20, f"peak {peak / 2**20:.0f} MiB"
+    assert code == 2
+    one_line_error(err, "kernelpkg-2.0-py3-none-any.whl.metadata", "over 16 MiB")

@@ -8,6 +8,7 @@ import socket
 import ssl
 import threading
 import time
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
@@ -49,6 +50,7 @@ class Stats:
 
 
 MiB = 1 << 20
+CHUNK = 64 * 1024
 PAGE_LIMIT = 64 * MiB  # a project page, a .metadata file, a HEAD answer
 WHEEL_LIMIT = 2048 * MiB  # a whole wheel, when the server ignores Range
 
@@ -138,6 +140,39 @@ def _with_deadlines(client: httpx.Client) -> None:
         pool._network_backend = _DeadlineBackend(pool._network_backend)
 
 
+def _read_body(resp: httpx.Response, url: str, max_bytes: int) -> bytes:
+    """The body, inflated here in steps of at most CHUNK bytes (gzip or deflate) so that no
+    more than ``max_bytes`` of it is ever held, however well it compresses."""
+    coding = resp.headers.get("content-encoding", "").strip().lower()
+    if coding in ("", "identity"):
+        inflate = None
+    elif coding in ("gzip", "x-gzip", "deflate"):
+        inflate = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header
+    else:
+        raise IndexError_(f"{redact(url)}: unsupported Content-Encoding {coding[:40]!r}")
+    body = bytearray()
+
+    def add(piece: bytes) -> None:
+        body.extend(piece)
+        if len(body) > max_bytes:
+            raise IndexError_(f"{redact(url)}: the answer is over {max_bytes // MiB} MiB; "
+                              "refusing to read more")
+
+    try:
+        for raw in resp.iter_raw(CHUNK):
+            if inflate is None:
+                add(raw)
+                continue
+            while raw:
+                add(inflate.decompress(raw, CHUNK))
+                raw = inflate.unconsumed_tail
+        if inflate is not None:
+            add(inflate.flush())
+    except zlib.error as exc:
+        raise IndexError_(f"{redact(url)}: corrupt {coding} body ({exc})") from None
+    return bytes(body)
+
+
 class HttpClient:
     """GET/HEAD/range requests with retries; pages revalidated with If-None-Match from disk.
 
@@ -164,7 +199,8 @@ class HttpClient:
         self._client = httpx.Client(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             follow_redirects=True,
-            headers={"User-Agent": f"pinbump/{__version__}"},
+            headers={"User-Agent": f"pinbump/{__version__}",
+                     "Accept-Encoding": "gzip, deflate"},  # the codings _read_body inflates
             limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
             trust_env=True,
         )
@@ -256,13 +292,8 @@ class HttpClient:
         try:
             with self._client.stream(method, url, headers=dict(headers or {}),
                                      auth=auth or httpx.USE_CLIENT_DEFAULT) as resp:
-                body = bytearray()
-                for chunk in resp.iter_bytes():
-                    body += chunk
-                    if len(body) > max_bytes:
-                        raise IndexError_(f"{redact(url)}: the answer is over "
-                                          f"{max_bytes // MiB} MiB; refusing to read more")
-                return Response(str(resp.url), resp.status_code, resp.headers, bytes(body),
+                body = _read_body(resp, url, max_bytes)
+                return Response(str(resp.url), resp.status_code, resp.headers, body,
                                 reason=resp.reason_phrase)
         finally:
             _deadline.at = None

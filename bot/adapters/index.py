@@ -255,8 +255,11 @@ def parse_html_page(html: str, page_url: str, name: str) -> ProjectPage:
 
 def parse_requires_dist(metadata: bytes) -> list[Requirement]:
     """The Requires-Dist of core metadata; a line that does not parse is passed over, one
-    whose versions cannot be compared (thousands of digits) is an error."""
-    message = BytesParser().parsebytes(metadata, headersonly=True)
+    whose versions cannot be compared (thousands of digits) is an error. Only the headers
+    are parsed: the description after them can be megabytes and says nothing we use."""
+    end = min((i for i in (metadata.find(b"\n\n"), metadata.find(b"\r\n\r\n")) if i >= 0),
+              default=len(metadata))
+    message = BytesParser().parsebytes(metadata[:end + 1], headersonly=True)
     out = []
     for value in message.get_all("Requires-Dist") or []:
         text = str(value)  # a header with bytes beyond ASCII comes as a Header object
@@ -338,7 +341,8 @@ class SimpleIndex:
 
     def _fetch_metadata(self, file: DistFile) -> bytes:
         if file.core_metadata:
-            resp = self.http.request("GET", file.url + ".metadata")
+            resp = self.http.request("GET", file.url + ".metadata",
+                                     max_bytes=METADATA_LIMITS.member)
             if resp.status == 200:
                 expected = dict(file.core_metadata) if isinstance(file.core_metadata, tuple) \
                     else {}
