@@ -246,6 +246,38 @@ def _tool_commands(sub: Any) -> None:
                       help="extra argument for pytest (repeatable; default selection -m gpu)")
     gate.set_defaults(handler=cmd_gpu_gate)
 
+    bis = sub.add_parser("bisect", help="find the first bad version of the lead between the "
+                                         "pin and a target the GPU gate failed")
+    add_plan_options(bis)
+    bis.add_argument("--gate-result", type=Path, metavar="GATE_JSON",
+                     help="the failing gate.json: its candidate is the bad end, its failing "
+                          "tests the ones run per step")
+    bis.add_argument("--test", action="append", default=[], metavar="ID",
+                     help="a failing test (module::test[param]); repeatable; with --bad")
+    bis.add_argument("--bad", help="the failing version (default: the gate result's candidate)")
+    bis.add_argument("--good", help="a version known to pass (default: the target's pin)")
+    bis.add_argument("--out", type=Path, required=True, metavar="DIR",
+                     help="installs, per-step JUnit and logs, bisect.json")
+    bis.add_argument("--tests", type=Path, help="the gpu_tests folder (default: the one beside "
+                     "this package, or $PINBUMP_GPU_TESTS)")
+    bis.add_argument("--cuda-variant", type=_cuda_variant, metavar="cuXYZ")
+    bis.add_argument("--extra-path", type=Path, action="append", default=[], metavar="DIR")
+    bis.add_argument("--workspace", type=Path, metavar="DIR")
+    bis.add_argument("--nightlies", action="store_true",
+                     help="bisect nightly builds too (also when the channel is nightly)")
+    bis.add_argument("--step-retries", type=int, default=2,
+                     help="re-runs of a step that gave no answer (default 2)")
+    bis.add_argument("--confirm", type=int, default=1,
+                     help="re-runs of the last good version before the verdict (default 1)")
+    bis.add_argument("--comment-pr", type=int, metavar="N",
+                     help="post the verdict and the [known-bad] entry on this (bot) PR")
+    bis.add_argument("--github-repo", metavar="OWNER/NAME")
+    bis.add_argument("--token-env", default="GITHUB_TOKEN", metavar="NAME")
+    bis.add_argument("--api-url", default="https://api.github.com")
+    bis.add_argument("--write-interval", type=float, default=1.0, metavar="SECONDS")
+    bis.add_argument("--budget", type=_seconds, metavar="SECONDS")
+    bis.set_defaults(handler=cmd_bisect)
+
 
 def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", type=Path, default=Path("."), help="target repository (default: .)")
@@ -561,6 +593,53 @@ def cmd_gpu_gate(args: argparse.Namespace) -> int:
     report = run_gate(opts, sys.stderr)
     sys.stdout.write(gate_markdown(report))
     return 0 if report.passed else 1
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    import json
+
+    from bot.adapters.writer import write_file
+    from bot.commands.bisect import BisectOptions, run_bisect
+    from bot.commands.gpu_gate import default_tests_dir
+    from bot.core.bisect import bisect_markdown, failing_test_ids, read_gate_result
+
+    if args.comment_pr is not None and not args.github_repo:
+        raise InputError("--comment-pr needs --github-repo")
+    if args.gate_result:
+        try:
+            text = args.gate_result.read_bytes()[:5_000_000].decode("utf-8", "replace")
+        except OSError as exc:
+            raise InputError(f"--gate-result {args.gate_result}: cannot read it "
+                             f"({exc.strerror})") from None
+        candidate, tests = read_gate_result(text, f"--gate-result {args.gate_result}")
+        bad = args.bad or candidate
+        if args.test:
+            tests = failing_test_ids(args.test, "--test")
+    else:
+        if not (args.test and args.bad):
+            raise InputError("bisect: give --gate-result, or --test and --bad")
+        tests, bad = failing_test_ids(args.test, "--test"), args.bad
+    opts = BisectOptions(out=args.out, tests_dir=args.tests or default_tests_dir(),
+                         tests=tests, bad=bad, good=args.good, cuda_variant=args.cuda_variant,
+                         nightlies=args.nightlies, retries=args.step_retries, confirm=args.confirm,
+                         extra_paths=tuple(args.extra_path), workspace=args.workspace)
+    github = None
+    if args.comment_pr is not None:  # the token is checked before hours of GPU work
+        gh_opts = _github_options(args)
+        github = gh_opts.client(gh_opts.token() or "")
+    result = run_bisect(opts, plan_options(args), sys.stderr)
+    write_file(args.out / "bisect.json", json.dumps(result.as_dict(), indent=2).encode())
+    if github is not None:
+        github.comment(args.comment_pr, bisect_markdown(result))
+        print(f"pinbump: bisect verdict posted on #{args.comment_pr}", file=sys.stderr)
+    if args.json:
+        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
+    else:
+        print(result.message)
+        if result.verdict == "found":
+            print(f"[known-bad.{result.package}]\n\"{result.first_bad}\" = "
+                  f"{json.dumps(result.reason())}")
+    return 0 if result.verdict == "found" else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

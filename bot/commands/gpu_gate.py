@@ -17,9 +17,10 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from bot.adapters.installer import install, listing, read_loaded, write_probe
 from bot.adapters.shipped import shipped_dir
@@ -28,6 +29,9 @@ from bot.core.artifacts import InstallSpec, account
 from bot.core.gate_report import GateReport, diff_observations, gate_markdown, parse_junit
 from bot.core.perfstats import Comparison, compare, invalid, physically_possible
 from bot.errors import GateRunError, InputError
+
+if TYPE_CHECKING:
+    from bot.core.indexmodel import IndexModel
 
 __all__ = ["GateOptions", "GateRunError", "default_tests_dir", "run_gate"]
 
@@ -55,6 +59,7 @@ class GateOptions:
     fused_args: tuple[str, ...] = ()  # more arguments for fused_perf.py
     installs: tuple[tuple[InstallSpec, ...], tuple[InstallSpec, ...]] | None = None
     install_timeout: float = 1800.0
+    select: tuple[str, ...] = ()  # pytest node ids to run instead of the whole suite (bisect)
 
 
 def default_tests_dir() -> Path:
@@ -118,7 +123,8 @@ def workspace_of(site: Path, opts: GateOptions) -> Path:
 
 def run_suite(site: Path, label: str, opts: GateOptions, log: IO[str]) -> None:
     junit = opts.out / f"junit-{label}.xml"
-    cmd = [sys.executable, "-m", "pytest", str(opts.tests), "-q", f"--junitxml={junit}",
+    cmd = [sys.executable, "-m", "pytest", *(opts.select or (str(opts.tests),)), "-q",
+           f"--junitxml={junit}",
            "-o", f"junit_suite_name=gpu-{label}", *pytest_selection(opts.pytest_args)]
     try:
         proc = subprocess.run(cmd, env=_env(site, opts, label), cwd=opts.tests.parent,
@@ -386,6 +392,23 @@ def read_install_file(path: Path) -> tuple[tuple[InstallSpec, ...], tuple[Instal
             tuple(parse_install_list(raw["candidate"], f"--install {path}: candidate")))
 
 
+def package_indexes(model: IndexModel, packages: Sequence[str], variant: str | None
+                    ) -> dict[str, list[str]]:
+    """The plan's index URLs of each package, for the runner's CUDA variant."""
+    indexes: dict[str, list[str]] = {}
+    for package in packages:
+        refs = [r for r in model.for_package(package) if not r.flat]
+        if any(r.variant for r in refs):
+            variants = sorted({r.variant for r in refs if r.variant})
+            if variant is None:
+                raise InputError(f"{package} is published per CUDA variant "
+                                 f"({', '.join(variants)}): name the runner's with "
+                                 "--cuda-variant")
+            refs = [r for r in refs if r.variant in ("", variant)]
+        indexes[package] = [r.url for r in refs]
+    return indexes
+
+
 def deploy_lists(base_repo: Path, head_repo: Path, variant: str | None
                  ) -> tuple[tuple[InstallSpec, ...], tuple[InstallSpec, ...]]:
     """What each side deploys: the lead and lockstep packages the target pins exactly, each
@@ -399,19 +422,8 @@ def deploy_lists(base_repo: Path, head_repo: Path, variant: str | None
     base = load_workspace(base_repo)
     policy = base.policy
     group = policy.active_group
-    model = index_model(base.target, policy)
     packages = (group.lead, *group.lockstep)
-    indexes: dict[str, list[str]] = {}
-    for package in packages:
-        refs = [r for r in model.for_package(package) if not r.flat]
-        if any(r.variant for r in refs):
-            variants = sorted({r.variant for r in refs if r.variant})
-            if variant is None:
-                raise InputError(f"{package} is published per CUDA variant "
-                                 f"({', '.join(variants)}): name the runner's with "
-                                 "--cuda-variant")
-            refs = [r for r in refs if r.variant in ("", variant)]
-        indexes[package] = [r.url for r in refs]
+    indexes = package_indexes(index_model(base.target, policy), packages, variant)
 
     def pinned(root: Path, ws: Any) -> list[tuple[str, str]]:
         out = []
