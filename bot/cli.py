@@ -52,7 +52,7 @@ def _seconds(value: str) -> float:
 
 
 def _cuda_variant(value: str) -> str:
-    if not re.fullmatch(r"cu\d{3}", value):
+    if value != "auto" and not re.fullmatch(r"cu\d{3}", value):
         raise argparse.ArgumentTypeError(f"{value!r} is not a CUDA variant such as cu130")
     return value
 
@@ -222,7 +222,8 @@ def _tool_commands(sub: Any) -> None:
                       help="... and what this checkout of the PR head deploys (indexes and "
                            "policy still from --deploy-base)")
     gate.add_argument("--cuda-variant", type=_cuda_variant, metavar="cuXYZ",
-                      help="the runner's CUDA variant for per-variant indexes (cu129, cu130)")
+                      help="the runner's CUDA variant for per-variant indexes (cu129, cu130; "
+                           "auto: torch's CUDA version on this runner)")
     gate.add_argument("--out", type=Path, required=True, metavar="DIR",
                       help="where gate.json, summary.md, JUnit files and logs go")
     gate.add_argument("--tests", type=Path, help="the gpu_tests folder (default: the one "
@@ -235,8 +236,15 @@ def _tool_commands(sub: Any) -> None:
                       help="flag a regression beyond this fraction slower (default 0.05)")
     gate.add_argument("--no-perf", action="store_true", help="skip the old-vs-new timing")
     gate.add_argument("--no-tests", action="store_true", help="only the timing (A/A checks)")
-    gate.add_argument("--min-tests", type=int, default=1, metavar="N",
-                      help="kernel tests the candidate must execute, not skip (default 1)")
+    gate.add_argument("--min-tests", type=int, metavar="N",
+                      help="kernel tests the candidate must execute, not skip (default: the "
+                           "job's gate-min-tests in the base config, else 1)")
+    gate.add_argument("--job", metavar="NAME",
+                      help="the GPU job this runs as: its gate-min-tests is read from the "
+                           "config of --deploy-base (or --policy-repo)")
+    gate.add_argument("--policy-repo", type=Path, metavar="DIR",
+                      help="the base branch checkout whose config applies (default: "
+                           "--deploy-base)")
     gate.add_argument("--fused-world", type=int, metavar="N",
                       help="GPUs for the fused allreduce timing (default: all the runner "
                            "has, when 2 or more; 0: none)")
@@ -579,7 +587,21 @@ def cmd_gpu_gate(args: argparse.Namespace) -> int:
     elif args.deploy_base or args.deploy_head:
         if not (args.deploy_base and args.deploy_head):
             raise InputError("gpu-gate: --deploy-base and --deploy-head go together")
-        installs = deploy_lists(args.deploy_base, args.deploy_head, args.cuda_variant)
+        variant = args.cuda_variant
+        if variant == "auto":
+            from bot.commands.gpu_gate import runner_cuda_variant
+
+            variant = runner_cuda_variant()
+        installs = deploy_lists(args.deploy_base, args.deploy_head, variant)
+    min_tests = args.min_tests
+    if min_tests is None and args.job:
+        from bot.commands.context import load_workspace
+
+        policy_repo = args.policy_repo or args.deploy_base
+        if policy_repo is None:
+            raise InputError("gpu-gate --job: name the base checkout with --deploy-base or "
+                             "--policy-repo")
+        min_tests = load_workspace(policy_repo).policy.gate_min_tests.get(args.job)
     # absolute: pytest and the timing workers run in other folders
     opts = GateOptions(baseline=_absolute(args.baseline), candidate=_absolute(args.candidate),
                        out=args.out.resolve(), tests=(args.tests or default_tests_dir()).resolve(),
@@ -588,7 +610,8 @@ def cmd_gpu_gate(args: argparse.Namespace) -> int:
                        samples_per_round=args.samples_per_round, threshold=args.threshold,
                        pytest_args=tuple(args.pytest_arg), perf=not args.no_perf,
                        tests_run=not args.no_tests, workspace=_absolute(args.workspace),
-                       min_tests=args.min_tests, fused_world=args.fused_world,
+                       min_tests=1 if min_tests is None else min_tests,
+                       fused_world=args.fused_world,
                        installs=installs)
     report = run_gate(opts, sys.stderr)
     sys.stdout.write(gate_markdown(report))
@@ -619,10 +642,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         if not (args.test and args.bad):
             raise InputError("bisect: give --gate-result, or --test and --bad")
         tests, bad = failing_test_ids(args.test, "--test"), args.bad
-    opts = BisectOptions(out=args.out, tests_dir=args.tests or default_tests_dir(),
+    opts = BisectOptions(out=args.out.resolve(),
+                         tests_dir=(args.tests or default_tests_dir()).resolve(),
                          tests=tests, bad=bad, good=args.good, cuda_variant=args.cuda_variant,
                          nightlies=args.nightlies, retries=args.step_retries, confirm=args.confirm,
-                         extra_paths=tuple(args.extra_path), workspace=args.workspace)
+                         extra_paths=tuple(p.resolve() for p in args.extra_path),
+                         workspace=_absolute(args.workspace))
     github = None
     if args.comment_pr is not None:  # the token is checked before hours of GPU work
         gh_opts = _github_options(args)

@@ -305,3 +305,85 @@ def test_deploy_lists_come_from_the_pins_and_the_base_policy(tmp_path: Path,
     assert urls["flashinfer-jit-cache"] == ("https://mirror.example/whl/cu130",)
     assert {s.package: s.index_urls for s in base} == urls
     assert os.environ["PINBUMP_FLASHINFER_WHL"] == "https://mirror.example/whl"
+
+
+# ------------------------------------------------ runner labels of real targets (README)
+
+
+def _readme_block(after: str) -> str:
+    text = (REPO / "README.md").read_text()
+    start = text.index("```toml\n", text.index(after)) + len("```toml\n")
+    return text[start:text.index("```", start)]
+
+
+def test_sglang_runner_labels_map_onto_gate_jobs(tmp_path: Path) -> None:
+    """The README's SGLang mapping: three jobs on SGLang's runner labels, one required status
+    each, a minimum of executed tests per job; install-workflows writes those runners."""
+    import tomlkit
+
+    from bot.core.config import parse_config
+
+    block = _readme_block("SGLang (self-hosted runners")
+    policy = parse_config(tomlkit.parse(block).unwrap(), "pinbump.toml")
+    assert dict(policy.runner_labels) == {"1-gpu": ("1-gpu-runner",),
+                                          "2-gpu": ("2-gpu-runner",),
+                                          "4-gpu-h100": ("4-gpu-h100",)}
+    assert policy.checks_required == ("pinbump/gpu-gate/1-gpu", "pinbump/gpu-gate/2-gpu",
+                                      "pinbump/gpu-gate/4-gpu-h100")
+    assert dict(policy.gate_min_tests) == {"1-gpu": 10, "2-gpu": 5, "4-gpu-h100": 7}
+    repo = tmp_path / "sglang"
+    repo.mkdir()
+    (repo / "pinbump.toml").write_text(block)
+    (repo / "pyproject.toml").write_text('[project]\nname = "t"\nversion = "1"\n'
+                                         'dependencies = ["flashinfer-python==0.6.8.post1"]\n')
+    assert main(["install-workflows", "--repo", str(repo),
+                 "--pinbump-repository", "acme/pinbump", "--pinbump-ref", "v1.0.0"]) == 0
+    out = (repo / ".github" / "workflows" / "pinbump-gpu-gate.yml").read_text()
+    for job, label in (("1-gpu", "1-gpu-runner"), ("2-gpu", "2-gpu-runner"),
+                       ("4-gpu-h100", "4-gpu-h100")):
+        assert f"- job: {job}\n            labels: [{label}]" in out
+
+
+def test_vllm_gates_on_buildkite_statuses_and_dispatches_nothing() -> None:
+    """The README's vLLM mapping: Buildkite's statuses are the GPU jobs; no GitHub GPU job
+    exists, so nothing is dispatched; green Buildkite merges, red fails, missing waits."""
+    import tomlkit
+
+    from bot.commands.pr import required_checks
+    from bot.core.config import STATUS_PREFIX, parse_config
+    from bot.core.decisions import GateState, decide, undispatched
+    from bot.core.models import Check, CheckState
+
+    policy = parse_config(tomlkit.parse(_readme_block("vLLM runs its GPU CI on Buildkite"))
+                          .unwrap(), "pinbump.toml")
+    assert dict(policy.runner_labels) == {}
+    assert policy.checks_required == ("buildkite/ci/pr",)
+    assert undispatched([f"{STATUS_PREFIX}/{j}" for j in policy.runner_labels], []) == []
+    required = required_checks(policy)
+
+    def state(bk: CheckState) -> GateState:
+        checks = [Check("buildkite/ci/pr", bk, "https://buildkite.com/vllm/ci/builds/1", "s")]
+        checks += [Check(name, CheckState.SUCCESS, "", "s") for name in required
+                   if name != "buildkite/ci/pr"]
+        return decide(required, checks).state
+
+    assert state(CheckState.SUCCESS) == GateState.SUCCESS
+    assert state(CheckState.FAILURE) == GateState.FAILURE
+    assert state(CheckState.PENDING) == GateState.PENDING
+
+
+def test_the_jobs_minimum_comes_from_the_base_config(tmp_path: Path) -> None:
+    old, new = _sites(tmp_path)
+    for site in (old, new):
+        (site / "flashinfer" / "__init__.py").write_text(
+            "def load_module(name):\n    return b'x'\n\n"
+            "def load_cubin(rel):\n    return b'x'\n")
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "pinbump.toml").write_text('[runner-labels]\n1-gpu = ["1-gpu-runner"]\n'
+                                       '[gate-min-tests]\n1-gpu = 4\n')
+    out = tmp_path / "out"
+    assert main(["gpu-gate", "--baseline", str(old), "--candidate", str(new), "--no-perf",
+                 "--tests", str(stub_suite(tmp_path / "suite")), "--out", str(out),
+                 "--job", "1-gpu", "--policy-repo", str(base)]) == 1
+    assert json.loads((out / "gate.json").read_text())["min_tests"] == 4

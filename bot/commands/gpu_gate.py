@@ -374,6 +374,23 @@ def run_gate(opts: GateOptions, log: IO[str]) -> GateReport:
     return report
 
 
+def runner_cuda_variant() -> str:
+    """This runner's CUDA variant (cu129, cu130) from the CUDA version torch was built for."""
+    from bot.core.indexmodel import cuda_variant
+
+    code = "import torch; print(torch.version.cuda or '')"
+    try:
+        proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True,
+                              text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        raise GateRunError("--cuda-variant auto: torch did not answer in 300 s") from None
+    found = cuda_variant(proc.stdout.strip()) if proc.returncode == 0 else None
+    if found is None:
+        raise InputError("--cuda-variant auto: no CUDA build of torch here (pass "
+                         "--cuda-variant cuXYZ)")
+    return found
+
+
 def read_install_file(path: Path) -> tuple[tuple[InstallSpec, ...], tuple[InstallSpec, ...]]:
     """``{"baseline": [...], "candidate": [...]}``, each a list of
     ``{"package", "version", "index_urls"}``."""

@@ -72,6 +72,7 @@ class Policy:
     runner_labels: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(DEFAULT_RUNNERS))
     required_checks: tuple[str, ...] | None = None  # default: one status per GPU job
+    gate_min_tests: Mapping[str, int] = field(default_factory=dict)  # job -> executed tests
     merge_method: str = "squash"
     bot_login: str | None = None  # who opens the bot PRs; default: the token's identity
     platforms: tuple[str, ...] = PLATFORMS
@@ -131,7 +132,7 @@ KNOWN_KEYS = {"group", "groups", "index-url", "index", "min-release-age", "allow
               "known-bad", "cap", "python", "doc-patterns", "dockerfile-args", "reviewers",
               "labels", "gate-workflow", "runner-labels", "required-checks", "merge-method",
               "bot-login", "platforms", "cuda-variants", "files", "exclude", "strict",
-              "nightly-prs", "advisories"}
+              "nightly-prs", "advisories", "gate-min-tests"}
 GROUP_KEYS = {"lead", "lockstep", "companions"}
 
 
@@ -323,6 +324,16 @@ def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None)
             raise ConfigError(f"{where}: key '{prefix}merge-method' must be one of "
                               f"{', '.join(MERGE_METHODS)}, got {method!r}")
         updates["merge_method"] = method
+    if "gate-min-tests" in raw:
+        key = f"{prefix}gate-min-tests"
+        table = _expect(where, key, raw["gate-min-tests"], dict, "a table job = number")
+        minimums: dict[str, int] = {}
+        for job, count in table.items():
+            _expect(where, f"{key}.{job}", count, int, "a whole number of tests")
+            if count < 0:
+                raise ConfigError(f"{where}: key '{key}.{job}' must not be negative")
+            minimums[job] = count
+        updates["gate_min_tests"] = minimums
     if "runner-labels" in raw:
         table = _expect(where, f"{prefix}runner-labels", raw["runner-labels"], dict,
                         "a table job = [labels]")
