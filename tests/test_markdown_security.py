@@ -53,7 +53,9 @@ HOSTILE = [
 ALLOWED_TAGS = {"p", "table", "thead", "tbody", "tr", "th", "td", "code", "strong", "em", "a",
                 "details", "summary", "ul", "li", "h3", "pre", "sub", "blockquote", "br"}
 OUR_LINKS = ("https://pypi.org/project/", "https://github.com/flashinfer-ai/flashinfer/releases/",
-             "https://ci.example/", "https://github.com/acme/serving/pull/7")
+             "https://ci.example/", "https://github.com/acme/serving/pull/7",
+             "https://github.com/acme/serving/blob/pinbump/flashinfer-0.6.11/src/")
+BLOB = "https://github.com/acme/serving/blob/pinbump/flashinfer-0.6.11"
 MENTION = re.compile(r"(?<![\w`])@[A-Za-z0-9]")
 REFERENCE = re.compile(r"(?<![\w&])#\d")
 GATE = GateInfo("pinbump-gpu-gate.yml", {"sm90": ("self-hosted", "gpu", "sm90")},
@@ -136,12 +138,14 @@ def make_edits(words: list[str]) -> EditSet:
 
 
 def make_drift(words: list[str]) -> DriftReport:
-    findings = [Finding(f"src/{x}.py", 3, f"flashinfer.{x}", "breaking",
+    findings = [Finding(f"src/{x}.py", 3, f"flashinfer.{x}", severity,
                         f"default of `x` changed: {x} -> `{x}`", f"f(a={x})", f"f(b, a={x})",
-                        f"deprecated ({x})") for x in words]
+                        f"deprecated ({x})") for x in words
+                for severity in ("breaking", "review", "unverifiable", "notice")]
     return DriftReport("flashinfer-python", "0.6.8.post1", "0.6.11", findings,
                        [f"`flashinfer.f({x})`: *Parameter default was changed*: `{x}` -> `1`"
-                        for x in words] + [f"not griffe's shape: {x}" for x in words])
+                        for x in words] + [f"not griffe's shape: {x}" for x in words],
+                       notes=[f"gate report: {x}" for x in words])
 
 
 def bodies(words: list[str]) -> list[str]:
@@ -149,10 +153,11 @@ def bodies(words: list[str]) -> list[str]:
     name = " ".join(words)
     decision = decide([name], [Check(name, CheckState.FAILURE, "https://ci.example/1", "f" * 40)])
     return [pr_body(plan, edits, drift, GATE, notes=[f"ARG {x} left unchanged" for x in words],
-                    limit=100),
+                    blob_url=BLOB),
             dashboard_body(plan, "https://github.com/acme/serving/pull/7", "pending"),
             drift_markdown(drift),
-            failure_comment("f" * 40, decision, [(name, "| a |\n| --- |\n| b |")])]
+            failure_comment("f" * 40, decision, [(name, "| a |\n| --- |\n| b |\n"
+                                                  + "\n".join(words))])]
 
 
 def test_hostile_text_renders_inert_in_every_builder() -> None:

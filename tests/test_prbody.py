@@ -108,5 +108,8 @@ def test_failure_comment_carries_the_job_summaries() -> None:
     # GitHub keeps <details>/<summary>; cmarkgfm drops raw HTML unless told otherwise
     html = cmarkgfm.github_flavored_markdown_to_html(
         text, options=cmarkgfm.cmark.Options.CMARK_OPT_UNSAFE)
-    assert "<summary>gpu-gate-sm90</summary>" in html and "<td>regression</td>" in html
+    assert "<summary>gpu-gate-sm90</summary>" in html
+    # an artifact's text is shown verbatim, not rendered (issue 11: it is not trusted)
+    assert '<pre lang="markdown"><code>| kernel | verdict |\n| --- | --- |\n' \
+           "| rmsnorm | regression |\n</code></pre>" in html
     assert "… (truncated)" in text and len(text) <= BODY_LIMIT + 100

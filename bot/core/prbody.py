@@ -16,6 +16,7 @@ from bot.core.models import Plan, Rejection
 from bot.render.drift import drift_markdown, hand_fix_banner
 from bot.render.markdown import (
     bare_url,
+    code_block,
     code_span,
     escape_html,
     escape_message,
@@ -146,7 +147,11 @@ def fit(body: str) -> str:
 
 def failure_comment(sha: str, decision: GateDecision,
                     summaries: Sequence[tuple[str, str]] = ()) -> str:
-    """The one comment per failed head SHA; ``summaries`` are (job, summary.md) pairs."""
+    """The one comment per failed head SHA; ``summaries`` are (job, summary.md) pairs.
+
+    A summary.md comes from a GPU job's artifact: text the gate does not trust (the GPU jobs
+    hold no write token, and their output must not gain one by being rendered), so it is
+    shown verbatim in a fenced block, never as live Markdown."""
     lines = [failure_mark(sha),
              f"The GPU gate failed on {code_span(sha[:12])}; the PR stays open.", ""]
     lines += [f"- {code_span(c.name)}: {link('details', c.url)}" if c.url
@@ -154,8 +159,8 @@ def failure_comment(sha: str, decision: GateDecision,
     budget = BODY_LIMIT // max(1, len(summaries)) - 200
     for job, text in summaries:
         text = text if len(text) <= budget else text[:budget] + "\n… (truncated)\n"
-        lines += ["", f"<details><summary>{escape_html(job)}</summary>", "", text.strip(), "",
-                  "</details>"]
+        lines += ["", f"<details><summary>{escape_html(job)}</summary>", "",
+                  *code_block(text.strip(), "markdown"), "", "</details>"]
     return fit("\n".join(lines) + "\n")
 
 

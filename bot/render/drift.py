@@ -22,6 +22,7 @@ from bot.core.drift import SEVERITY_ORDER, DriftReport, Finding
 from bot.render.markdown import (
     code_block,
     code_span,
+    escape_html,
     escape_message,
     escape_text,
     link,
@@ -149,7 +150,8 @@ def drift_markdown(report: DriftReport, limit: int = 50, blob_url: str | None = 
 
 
 def _notes(report: DriftReport) -> list[str]:
-    return [f"- note: {escape_message(n)}" for n in report.notes]
+    # a blank line first: right after "</details>" a line would still be raw HTML
+    return ["", *(f"- note: {escape_message(n)}" for n in report.notes)] if report.notes else []
 
 
 _GRIFFE_MD = re.compile(r"`(?P<obj>[^`]*)`: \*(?P<kind>[^*`]*)\*(?:: (?P<rest>.*))?")
@@ -171,7 +173,7 @@ def _breakages_md(report: DriftReport, limit: int) -> list[str]:
     elsewhere = (f"; {report.api_breakages_elsewhere} more elsewhere in the API are left out"
                  if report.api_breakages_elsewhere else "")
     out = ["", f"<details><summary>griffe: {len(report.api_breakages)} breaking change(s) in "
-               f"the public API of {escape_text(report.package)} that the target reaches"
+               f"the public API of {escape_html(report.package)} that the target reaches"
                f"{elsewhere}</summary>", ""]
     out += [f"- {_griffe_line(line)}" for line in report.api_breakages[:limit]]
     if len(report.api_breakages) > limit:
