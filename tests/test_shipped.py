@@ -404,3 +404,26 @@ def test_rejections_collapse_by_reason_with_upload_days() -> None:
         "version is not published on https://pypi.org/simple",
         "flashinfer-python 0.7.0rc1: pre-release (allow with allow-prereleases)",
         "nvidia-cutlass-dsl 4.6.0: excluded by <4.6 (from x)"]
+
+
+def test_find_links_page_of_the_target_serves_a_package(
+        fi: FlashInferIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """FlashInfer's host off; the target's own --find-links page lists the newer cubins."""
+    shipped(fi)
+    flat = fi.root / "flat"
+    flat.mkdir()
+    wheels = sorted((fi.root / "whl" / "files").glob("flashinfer_cubin-*.whl"))
+    flat.joinpath("index.html").write_text("".join(
+        f'<a href="../whl/files/{w.name}">{w.name}</a>\n' for w in wheels))
+    monkeypatch.setenv("PINBUMP_FLASHINFER_WHL", "")
+    repo = tmp_path / "repo"
+    (repo / "requirements").mkdir(parents=True)
+    (repo / "requirements" / "cuda.txt").write_text(
+        f"--find-links {fi.base}/flat/\nflashinfer-python==0.6.8.post1\n"
+        "flashinfer-cubin==0.6.8.post1\n")
+    code, doc, err = plan(capsys, repo, fi)
+    assert code == 0, err
+    assert doc is not None
+    assert doc["lead"]["target"] == "0.6.15"  # type: ignore[index]
+    assert doc["indexes"]["flashinfer-cubin"] == f"{fi.base}/flat/"  # type: ignore[index]

@@ -164,7 +164,8 @@ def build_model(members: Iterable[str], data: BuiltinData | None, *, pypi: str,
             if any(d.option in ("--index-url", "uv", "uv-default") for d in mine):
                 refs = [r for r in refs if _norm(r.url) != _norm(pypi)]
             for d in mine:
-                for url, variant in _expand(d.url, pypi=pypi, base=base, variants=chosen):
+                template = variant_of(d.url)[0]  # ".../cu$(...)" -> ".../{variant}"
+                for url, variant in _expand(template, pypi=pypi, base=base, variants=chosen):
                     refs.append(IndexRef(url, d.where, variant, flat=d.option == "--find-links"))
         if package in configured:
             refs = []
