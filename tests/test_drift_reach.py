@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.apisource import importable, main_package, shipped_advisories
-from bot.core.api import ApiIndex, build_api
+from bot.core.api import ApiIndex, build_api, default_doc
 from bot.core.drift import analyse, find_rename, reachable_breakages, scan_source
 from bot.core.review import Advisories, parse_advisories, parse_observations
 from bot.errors import InputError
@@ -250,3 +250,48 @@ def test_only_the_reachable_public_api_counts(reach_apis: tuple[ApiIndex, ApiInd
     reached = {"kernelpkg.norm.rmsnorm", "kernelpkg.fused_moe.b12x_fused_moe", "kernelpkg"}
     assert reachable_breakages(breakages, reached, old) == [
         "rmsnorm: renamed eps", "a module holding something it reaches"]
+
+
+WS_DOC = '''def ws(backend="auto"{extra}):
+    """Create the workspace.
+
+    Args:
+        backend: Which backend. Defaults to "auto".{doc}
+        world_size: Ranks.
+    """
+'''
+
+
+def test_a_new_parameter_whose_documented_default_is_a_behaviour_is_review(
+        tmp_path: Path) -> None:
+    old = build(tmp_path, {"kernelpkg/__init__.py": WS_DOC.format(extra="", doc="")}, "1.0")
+    new = build(tmp_path, {"kernelpkg/__init__.py": WS_DOC.format(
+        extra=", group=None, tile=None",
+        doc="\n        group: Process group for symmetric memory rendezvous (trtllm only). "
+            "Defaults to torch.distributed.group.WORLD.\n        tile: Tile size.")}, "2.0")
+    code = ("import kernelpkg\nkernelpkg.ws()\nkernelpkg.ws(group=g)\n")
+    report = analyse({"t.py": code}, {"kernelpkg"}, old, new, "kernelpkg")
+    by_line = {f.line: f for f in report.findings}
+    assert by_line[2].severity == "review"
+    assert by_line[2].detail == ("check that the new default suits this call: new `group` is "
+                                 "left to its default: Defaults to "
+                                 "torch.distributed.group.WORLD")
+    assert by_line[3].severity == "notice"  # it passes group; tile has no documented default
+
+
+@pytest.mark.parametrize(("doc", "name", "expected"), [
+    ("Args:\n    group: The group. Defaults to torch.distributed.group.WORLD.\n", "group",
+     "Defaults to torch.distributed.group.WORLD"),
+    ("Args:\n    group (ProcessGroup): If None, the WORLD group is used. More.\n", "group",
+     "If None, the WORLD group is used"),
+    ("Parameters\n----------\ngroup : ProcessGroup, optional\n    The group.\n    Default is"
+     " WORLD.\nrank : int\n", "group", "Default is WORLD"),
+    ("Args:\n    group: The group.\n    rank: Defaults to 0.\n", "group", None),  # not its own
+    ("Args:\n    rank: The rank.\n", "group", None),
+    # a default that only restates the literal, or that does nothing, is no behaviour
+    ("Args:\n    swizzled: Whether. Defaults to True.\n", "swizzled", None),
+    ("Args:\n    out: If None, no routing replay recording occurs (zero overhead).\n", "out",
+     None),
+])
+def test_default_doc(doc: str, name: str, expected: str | None) -> None:
+    assert default_doc(doc, name, {"swizzled": "True"}.get(name, "None")) == expected

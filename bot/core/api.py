@@ -33,7 +33,7 @@ class ParamKind(Vocabulary):
 
 _KIND = {k.value: k for k in ParamKind}  # a dict lookup: ParamKind(value) per parameter
                                           # was most of reading a large cached API
-FORMAT = 3  # bump when the cached JSON layout changes
+FORMAT = 5  # bump when the cached JSON layout changes
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,9 @@ class Param:
     name: str
     kind: ParamKind
     default: str | None = None
+    # what the docstring says the default does ("Defaults to torch.distributed.group.WORLD"),
+    # when the signature's default (often None) stands for a behaviour
+    default_doc: str | None = None
 
     @property
     def positional(self) -> bool:
@@ -168,16 +171,55 @@ class ApiIndex:
                    modules=set(data["modules"]), aliases=dict(data["aliases"]),
                    objects={k: (v[0], v[1], v[2]) for k, v in data["objects"].items()},
                    functions={k: Signature(k, tuple(Param(p["name"], _KIND[p["kind"]],
-                                                                 p.get("default"))
+                                                                 p.get("default"),
+                                                                 p.get("default_doc"))
                                                            for p in v["params"]),
                                            v.get("deprecated"))
                               for k, v in data["functions"].items()})
 
 
+_DEFAULT_DOC = re.compile(  # up to the end of the sentence (a period before a space or the end)
+    r"((?:defaults? (?:to|is)|if (?:not given|none|unset)|when (?:not given|none|unset|"
+    r"omitted))\b.*?)(?=\.(?:\s|$)|$)", re.IGNORECASE)
+
+
+_INERT = re.compile(r"\b(?:no|not|nothing|disabled?|skip(?:ped|s)?|off|unchanged|as before)\b",
+                    re.IGNORECASE)
+
+
+def default_doc(docstring: str, name: str, default: str | None = None) -> str | None:
+    """What a docstring says ``name``'s default does: the "Defaults to X" / "If None, ..."
+    clause of its entry (Google or NumPy style), one line. None when it says nothing, only
+    restates the literal default ("Defaults to True" for ``=True``), or says the default
+    does nothing ("If None, no recording occurs"): only a default that stands for a
+    behaviour (``group=None``: "Defaults to torch.distributed.group.WORLD") is kept."""
+    match = re.search(rf"^(\s*){re.escape(name)}\s*(?:\([^)]*\))?\s*:", docstring, re.MULTILINE)
+    if match is None:
+        return None
+    indent = len(match.group(1))
+    entry = [docstring[match.end():].split("\n", 1)[0]]
+    for line in docstring[match.end():].split("\n")[1:]:
+        if not line.strip() or len(line) - len(line.lstrip()) <= indent:
+            break  # a blank line or the next entry ends this one
+        entry.append(line.strip())
+    found = _DEFAULT_DOC.search(" ".join(" ".join(entry).split()))
+    if found is None:
+        return None
+    clause = found.group(1).strip()
+    said = re.sub(r"^defaults? (?:to|is)\s+", "", clause, flags=re.IGNORECASE).strip("`'\" ")
+    if default is not None and said == default.strip("'\""):
+        return None
+    return None if _INERT.search(clause) else clause[:200]
+
+
 def _signature(path: str, fn: griffe.Function, drop_first: bool) -> Signature:
+    doc = fn.docstring.value if fn.docstring is not None else ""
     params = [Param(p.name, ParamKind(p.kind.value) if p.kind else
                     ParamKind.POSITIONAL_OR_KEYWORD,
-                    None if p.default is None else str(p.default)) for p in fn.parameters]
+                    None if p.default is None else str(p.default),
+                    default_doc(doc, p.name, str(p.default))
+                    if doc and p.default is not None else None)
+              for p in fn.parameters]
     if drop_first and params and params[0].kind != ParamKind.KEYWORD_ONLY:
         params = params[1:]
     deprecated = None

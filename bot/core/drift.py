@@ -530,7 +530,8 @@ def _missing(site: CallSite, old: ApiIndex, new: ApiIndex) -> Finding:
 
 
 def _changed_defaults(site: CallSite, old: Signature, new: Signature) -> list[str]:
-    """Defaults that changed for parameters this call leaves to their default."""
+    """Defaults this call leaves alone that now mean something else: a changed default, or
+    a new parameter whose documented default is a behaviour ("Defaults to ...WORLD")."""
     bound = {_positional_name(new, i) for i in range(site.positional)} | set(site.keywords)
     out = []
     for p in old.params:
@@ -538,6 +539,9 @@ def _changed_defaults(site: CallSite, old: Signature, new: Signature) -> list[st
         if q is not None and q.kind == p.kind and p.default is not None and \
                 q.default is not None and q.default != p.default and p.name not in bound:
             out.append(f"`{p.name}` now defaults to `{q.default}` (was `{p.default}`)")
+    for q in new.params:
+        if old.param(q.name) is None and q.default_doc and q.name not in bound:
+            out.append(f"new `{q.name}` is left to its default: {q.default_doc}")
     return out
 
 
