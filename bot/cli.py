@@ -9,7 +9,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -502,7 +502,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from bot.adapters.writer import target_lock
+    from bot.adapters.writer import TargetState, peek_state, target_lock
     from bot.commands.apply import apply
     from bot.commands.context import open_services
     from bot.commands.plan import plan
@@ -512,9 +512,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if not opts.repo.is_dir():
         raise InputError(f"{opts.repo}: not a directory (pass the target repository with "
                          "--repo)")
-    # One apply at a time per target, from reading the tree to the last write.
-    with target_lock(opts.repo, waiting=lambda line: print(f"pinbump: {line}",
-                                                           file=sys.stderr)) as state:
+    # One apply at a time per target, from reading the tree to the last write. A dry run
+    # writes nothing, so it takes no lock (a read-only checkout can be previewed); it still
+    # shows what finishing an interrupted apply would do.
+    lock: AbstractContextManager[TargetState | None] = nullcontext(
+        peek_state(opts.repo)) if args.dry_run else target_lock(
+        opts.repo, waiting=lambda line: print(f"pinbump: {line}", file=sys.stderr))
+    with lock as state:
         ws = _read_target(opts)
         with open_services(opts, progress=None if args.json else progress) as services:
             result = plan(ws, services, opts.as_of)

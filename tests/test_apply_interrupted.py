@@ -191,3 +191,42 @@ def test_a_foreign_state_folder_is_refused(tmp_path: Path) -> None:
             target_lock(repo):
         pass
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_journal_is_finished_and_a_dry_run_previews_it(pypi: PypiServer, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """Every pin already moved, the assertion and the docstring not yet (a run killed after
+    its third file): the plan alone sees nothing to do; the journal says what was meant."""
+    from bot.cli import main
+    from bot.core.edits import Bump, bumps_to_intent
+
+    publish(pypi)
+    files = dict(TREE)
+    for rel in ("python/pyproject.toml", "python/pyproject_other.toml", "docker/Dockerfile"):
+        files[rel] = files[rel].replace("0.6.8.post1", "0.6.11").replace("4.4.2", "4.5.0")
+    repo = write_tree(tmp_path / "repo", files)
+    meant = [Bump(p, frozenset({"0.6.8.post1"}), "0.6.11")
+             for p in ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")]
+    with target_lock(repo) as state:
+        token = state.begin(["python/sglang/srt/entrypoints/engine.py"], bumps_to_intent(meant))
+    stray = repo / "python/sglang/srt/entrypoints" / f".engine.py.pinbump-{token}"
+    stray.write_text("half written")
+    foreign = repo / "python/sglang/srt/entrypoints" / ".engine.py.pinbump-someone-else"
+    foreign.write_text("not ours")
+    before = files_of(repo)
+
+    assert main(["apply", "--repo", str(repo), "--index-url", pypi.url, "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    assert '+            "0.6.11",' in out and 'e.g., "0.6.11"' in out
+    assert "note: finishing an apply that was interrupted" in err
+    assert files_of(repo) == before and (state_folder(repo) / JOURNAL).exists()
+
+    assert main(["apply", "--repo", str(repo), "--index-url", pypi.url]) == 0
+    assert "finishing an apply that was interrupted" in capsys.readouterr().out
+    assert b"0.6.8.post1" not in (repo / "python/sglang/srt/entrypoints/engine.py").read_bytes()
+    assert b"0.6.8.post1" not in (repo / "python/sglang/srt/utils/common.py").read_bytes()
+    assert not stray.exists() and foreign.exists()  # only the killed run's own temp file
+    assert not (state_folder(repo) / JOURNAL).exists()
+    assert main(["apply", "--repo", str(repo), "--index-url", pypi.url]) == 0
+    assert capsys.readouterr().out.startswith("pinbump apply: no change")

@@ -171,6 +171,15 @@ class TargetState:
         return removed
 
 
+def peek_state(root: Path) -> TargetState | None:
+    """The target's state, to read a pending journal without taking the lock or creating
+    anything (a dry run); None when there is none."""
+    folder = state_folder(root)
+    if not (folder / JOURNAL).is_file():
+        return None
+    return TargetState(root, folder)
+
+
 @contextmanager
 def target_lock(root: Path, *, timeout: float = 120.0,
                 waiting: Callable[[str], None] | None = None) -> Iterator[TargetState]:
