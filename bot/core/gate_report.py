@@ -4,7 +4,7 @@ Pure: texts and numbers in, data and Markdown out."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +102,6 @@ class GateReport:
     junit: dict[str, JUnitSummary] = field(default_factory=dict)  # label -> summary
     observation_diff: list[tuple[str, Any, Any]] = field(default_factory=list)
     perf: list[Comparison] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
     min_tests: int = 1  # kernel tests the candidate must execute (not skip) to pass
     fused_table: str = ""  # the fused-vs-unfused tables (Markdown pinbump wrote), if timed
     artifacts: dict[str, Any] = field(default_factory=dict)  # label -> ArtifactReport
@@ -149,7 +148,6 @@ class GateReport:
                                  for k, b, c in self.observation_diff],
             "perf": [c.as_dict() for c in self.perf],
             "artifacts": {label: a.as_dict() for label, a in self.artifacts.items()},
-            "notes": self.notes,
         }
 
 
@@ -213,9 +211,4 @@ def gate_markdown(report: GateReport, limit: int = 40, text_budget: int = 40_000
     if cand and cand.skip_reasons:
         reasons = sorted({r.split(": ", 1)[-1] for r in cand.skip_reasons})
         lines += ["", "Skipped on the candidate: " + "; ".join(_fmt(r) for r in reasons[:10])]
-    lines += [f"- {n}" for n in report.notes]
     return "\n".join(lines) + "\n"
-
-
-def summarize_skips(summaries: Sequence[JUnitSummary]) -> list[str]:
-    return sorted({r.split(": ", 1)[-1] for s in summaries for r in s.skip_reasons})

@@ -37,10 +37,6 @@ KIND_TITLES = {"requirement": "Requirements", "dockerfile-arg": "Dockerfile ARG/
                "doc": "Docs"}
 
 
-def marker(group: str, target: str) -> str:
-    return f"<!-- pinbump: group={group} target={target} -->"
-
-
 def _code(text: str) -> str:
     return code_span(text, in_table=True)
 
@@ -79,7 +75,7 @@ def _capped(lines: list[str], limit: int, what: str) -> list[str]:
 def pr_body(plan: Plan, edits: EditSet, drift: DriftReport | None, gate: GateInfo,
             notes: Sequence[str] = (), limit: int = 25, blob_url: str | None = None) -> str:
     """``blob_url`` (``https://github.com/OWNER/NAME/blob/BRANCH``) links findings to lines."""
-    out = [marker(plan.group, plan.lead_target), *hand_fix_banner(drift, blob_url),
+    out = [*hand_fix_banner(drift, blob_url),
            "pinbump proposes the newest **complete and consistent** set of the "
            f"{code_span(plan.group)} group: every lockstep package is published at the lead's "
            "version and every companion satisfies the set's `Requires-Dist`.", "",
@@ -170,8 +166,7 @@ DASHBOARD_TITLE = "pinbump: dependency dashboard"
 
 def dashboard_body(plan: Plan | None, pr_url: str | None, gate_state: str | None,
                    limit: int = 30) -> str:
-    out = ["<!-- pinbump: dashboard -->",
-           "This issue lists pending updates of the GPU-kernel stack; pinbump keeps it current.",
+    out = ["This issue lists pending updates of the GPU-kernel stack; pinbump keeps it current.",
            ""]
     if plan is None or not plan.changes:
         lead = f" ({code_span(plan.lead)} {escape_text(plan.lead_current)})" if plan else ""
