@@ -49,7 +49,7 @@ class SchemaFactory:
             node = self.spec["components"][kind][name]
         return node
 
-    def make(self, schema: dict[str, Any], depth: int = 0) -> Any:
+    def make(self, schema: dict[str, Any], depth: int = 0) -> Any:  # noqa: C901
         schema = self.resolve(schema)
         if "allOf" in schema:
             out: dict[str, Any] = {}

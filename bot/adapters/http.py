@@ -229,7 +229,7 @@ class HttpClient:
         self.close()
 
     # -- the door -------------------------------------------------------------------------
-    def request(self, method: str, url: str, headers: Mapping[str, str] | None = None,
+    def request(self, method: str, url: str, headers: Mapping[str, str] | None = None,  # noqa: C901
                 ok: tuple[int, ...] = (200,), max_bytes: int = PAGE_LIMIT) -> Response:
         """Send one request, retrying transport errors, 429 and 5xx a bounded number of times.
 

@@ -319,7 +319,7 @@ def _read_junit(path: Path) -> Any:
         raise GateRunError(f"{path}: not a JUnit report ({exc})") from None
 
 
-def run_gate(opts: GateOptions, log: IO[str]) -> GateReport:
+def run_gate(opts: GateOptions, log: IO[str]) -> GateReport:  # noqa: C901
     validate(opts)
     if not (opts.tests / "conftest.py").is_file():
         raise InputError(f"{opts.tests}: not the gpu_tests folder (pass --tests)")

@@ -166,7 +166,7 @@ def _cubin_rel(rel: str) -> str:
     return rest.removeprefix("cubins/")
 
 
-def account(deployed: Sequence[str], site_files: Iterable[str], workspace_files: Iterable[str],
+def account(deployed: Sequence[str], site_files: Iterable[str], workspace_files: Iterable[str],  # noqa: C901
             opened: Iterable[str]) -> ArtifactReport:
     """The account of one side. ``site_files``: paths relative to the install (``--target``)
     folder; ``workspace_files``: relative to its FLASHINFER_WORKSPACE_BASE; ``opened``: what its

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -128,14 +128,6 @@ class Policy:
         return checks
 
 
-KNOWN_KEYS = {"group", "groups", "index-url", "index", "min-release-age", "allow-prereleases",
-              "known-bad", "cap", "python", "doc-patterns", "dockerfile-args", "reviewers",
-              "labels", "gate-workflow", "runner-labels", "required-checks", "merge-method",
-              "bot-login", "platforms", "cuda-variants", "files", "exclude", "strict",
-              "nightly-prs", "advisories", "gate-min-tests"}
-GROUP_KEYS = {"lead", "lockstep", "companions"}
-
-
 def _expect(where: str, key: str, value: Any, kind: type | tuple[type, ...], what: str) -> Any:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
@@ -158,196 +150,268 @@ def _names(where: str, key: str, value: Any) -> tuple[str, ...]:
     return tuple(canonicalize_name(v) for v in value)
 
 
+@dataclass(frozen=True)
+class _Keys:
+    """Where a config table comes from, how its keys are spelled in messages, and the
+    packages its package keys may name (those of every group)."""
+
+    where: str
+    prefix: str
+    members: tuple[str, ...] = ()
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    def error(self, key: str, text: str) -> ConfigError:
+        return ConfigError(f"{self.where}: key '{self.key(key)}'{text}")
+
+    def expect(self, key: str, value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+        return _expect(self.where, self.key(key), value, kind, what)
+
+    def strings(self, key: str, value: Any, what: str) -> tuple[str, ...]:
+        values = self.expect(key, value, list, what)
+        for item in values:
+            self.expect(key, item, str, what)
+        return tuple(values)
+
+    def package(self, key: str, name: str) -> str:
+        """A package key of a table: it must belong to a group (typos are not ignored)."""
+        canonical = canonicalize_name(name)
+        if canonical not in self.members:
+            close = difflib.get_close_matches(canonical, self.members, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else \
+                f" (packages of the groups: {', '.join(self.members)})"
+            raise self.error(key, f": {name!r} is not a package of any group{hint}")
+        return canonical
+
+
+# Each key of [tool.pinbump]: (the Policy field it sets, how its value is read). A reader gets
+# the table's context, the key and the raw value and returns the field's value.
+_Reader = Callable[[_Keys, str, Any], Any]
+
+
+def _text(what: str) -> _Reader:
+    return lambda k, key, value: k.expect(key, value, str, what)
+
+
+def _flag(k: _Keys, key: str, value: Any) -> bool:
+    return bool(k.expect(key, value, bool, "true or false"))
+
+
+def _strings(what: str) -> _Reader:
+    return lambda k, key, value: k.strings(key, value, what)
+
+
+def _index(k: _Keys, key: str, value: Any) -> dict[str, tuple[str, ...]]:
+    table = k.expect(key, value, dict, "a table package = URL")
+    indexes: dict[str, tuple[str, ...]] = {}
+    for name, urls in table.items():
+        sub = f"{key}.{name}"
+        listed = [urls] if isinstance(urls, str) else k.strings(sub, urls,
+                                                                "a URL or an array of URLs")
+        for url in listed:
+            if not re.match(r"https?://\S+$", url):
+                raise k.error(sub, f": {url!r} is not an http(s) URL")
+        indexes[k.package(sub, name)] = tuple(listed)
+    return indexes
+
+
+def _platforms(k: _Keys, key: str, value: Any) -> tuple[str, ...]:
+    values = k.expect(key, value, list, "an array of platforms")
+    for item in values:
+        if item not in KNOWN_PLATFORMS:
+            raise k.error(key, f": unknown platform {item!r} "
+                               f"(known: {', '.join(KNOWN_PLATFORMS)})")
+    if not values:
+        raise k.error(key, " is empty: name at least one platform")
+    return tuple(values)
+
+
+def _cuda_variants(k: _Keys, key: str, value: Any) -> tuple[str, ...]:
+    values = k.expect(key, value, list, 'an array such as ["cu129", "cu130"]')
+    for item in values:
+        if not isinstance(item, str) or not re.fullmatch(r"cu\d{3}", item):
+            raise k.error(key, f": {item!r} is not a CUDA variant such as cu129")
+    return tuple(values)
+
+
+def _advisories(k: _Keys, key: str, value: Any) -> object:
+    """``advisories = false`` turns the shipped advisories off; true keeps the default."""
+    return _KEEP if k.expect(key, value, bool, "true or false") else {}
+
+
+def _min_release_age(k: _Keys, key: str, value: Any) -> float:
+    age = k.expect(key, value, (int, float), "a number of days")
+    if age < 0:
+        raise k.error(key, " must not be negative")
+    return float(age)
+
+
+def _allow_prereleases(k: _Keys, key: str, value: Any) -> bool | frozenset[str]:
+    if isinstance(value, bool):
+        return value
+    return frozenset(k.package(key, n) for n in _names(k.where, k.key(key), value))
+
+
+def _known_bad(k: _Keys, key: str, value: Any) -> dict[str, dict[str, str]]:
+    table = k.expect(key, value, dict, "a table package = {version = reason}")
+    known: dict[str, dict[str, str]] = {}
+    for package, versions in table.items():
+        sub = f"{key}.{package}"
+        k.expect(sub, versions, dict, "a table version = reason")
+        known[k.package(sub, package)] = {
+            str(_version(k.where, k.key(f"{sub}.{v}"), v)):
+                k.expect(f"{sub}.{v}", reason, str, "a reason string")
+            for v, reason in versions.items()}
+    return known
+
+
+def _caps(k: _Keys, key: str, value: Any) -> dict[str, Version]:
+    table = k.expect(key, value, dict, "a table package = version")
+    return {k.package(f"{key}.{name}", name): _version(k.where, k.key(f"{key}.{name}"), v)
+            for name, v in table.items()}
+
+
+def _python(k: _Keys, key: str, value: Any) -> str:
+    return str(_version(k.where, k.key(key), value))
+
+
+def _doc_patterns(k: _Keys, key: str, value: Any) -> tuple[str, ...]:
+    patterns = k.strings(key, value, "an array of regexes")
+    for pattern in patterns:
+        if "{version}" not in pattern:
+            raise k.error(key, f": {pattern!r} has no {{version}}")
+        try:
+            re.compile(pattern.replace("{version}", "0"))
+        except re.error as exc:
+            raise k.error(key, f": {pattern!r} is not a valid regex ({exc})") from None
+    return patterns
+
+
+def _dockerfile_args(k: _Keys, key: str, value: Any) -> dict[str, str]:
+    table = k.expect(key, value, dict, "a table NAME = package")
+    args: dict[str, str] = {}
+    for name, package in table.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise k.error(f"{key}.{name}", ": not an ARG/ENV name")
+        args[name] = canonicalize_name(k.expect(f"{key}.{name}", package, str,
+                                                "a package name"))
+    return args
+
+
+def _required_checks(k: _Keys, key: str, value: Any) -> tuple[str, ...]:
+    values = k.strings(key, value, "an array of strings")
+    if not values:
+        raise k.error(key, " is empty: a gate that requires nothing would merge anything")
+    return values
+
+
+def _merge_method(k: _Keys, key: str, value: Any) -> str:
+    method = k.expect(key, value, str, "merge, squash or rebase")
+    if method not in MERGE_METHODS:
+        raise k.error(key, f" must be one of {', '.join(MERGE_METHODS)}, got {method!r}")
+    return str(method)
+
+
+def _gate_min_tests(k: _Keys, key: str, value: Any) -> dict[str, int]:
+    table = k.expect(key, value, dict, "a table job = number")
+    minimums: dict[str, int] = {}
+    for job, count in table.items():
+        k.expect(f"{key}.{job}", count, int, "a whole number of tests")
+        if count < 0:
+            raise k.error(f"{key}.{job}", " must not be negative")
+        minimums[job] = count
+    return minimums
+
+
+def _runner_labels(k: _Keys, key: str, value: Any) -> dict[str, tuple[str, ...]]:
+    table = k.expect(key, value, dict, "a table job = [labels]")
+    runners: dict[str, tuple[str, ...]] = {}
+    for job, labels in table.items():
+        sub = f"{key}.{job}"
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", job):
+            raise k.error(sub, ": job names are lowercase letters, digits and dashes")
+        runners[job] = k.strings(sub, labels, "an array of runner labels")
+    return runners
+
+
+_KEEP = object()  # a reader's answer that leaves the field as it was
+
+# key -> (Policy field, reader), in the order keys are checked
+CONFIG_KEYS: dict[str, tuple[str, _Reader]] = {
+    "index-url": ("index_url", _text("a URL")),
+    "index": ("package_index", _index),
+    "platforms": ("platforms", _platforms),
+    "cuda-variants": ("cuda_variants", _cuda_variants),
+    "files": ("files", _strings("an array of globs")),
+    "exclude": ("exclude", _strings("an array of globs")),
+    "strict": ("strict", _flag),
+    "nightly-prs": ("nightly_prs", _flag),
+    "advisories": ("advisories", _advisories),
+    "min-release-age": ("min_release_age_days", _min_release_age),
+    "allow-prereleases": ("allow_prereleases", _allow_prereleases),
+    "known-bad": ("known_bad", _known_bad),
+    "cap": ("caps", _caps),
+    "python": ("python", _python),
+    "doc-patterns": ("doc_patterns", _doc_patterns),
+    "dockerfile-args": ("dockerfile_args", _dockerfile_args),
+    "reviewers": ("reviewers", _strings("an array of strings")),
+    "labels": ("labels", _strings("an array of strings")),
+    "required-checks": ("required_checks", _required_checks),
+    "gate-workflow": ("gate_workflow", _text("a workflow file name")),
+    "bot-login": ("bot_login", _text("a GitHub login such as 'github-actions[bot]'")),
+    "merge-method": ("merge_method", _merge_method),
+    "gate-min-tests": ("gate_min_tests", _gate_min_tests),
+    "runner-labels": ("runner_labels", _runner_labels),
+}
+KNOWN_KEYS = {"group", "groups", *CONFIG_KEYS}
+GROUP_KEYS = {"lead", "lockstep", "companions"}
+
+
+def _groups(k: _Keys, raw: Mapping[str, Any], groups: dict[str, Group]) -> dict[str, Group]:
+    """The built-in groups plus the config's [groups.NAME] tables."""
+    out = dict(groups)
+    for name, table in k.expect("groups", raw.get("groups", {}), dict,
+                                "a table of groups").items():
+        key = f"groups.{name}"
+        k.expect(key, table, dict, "a table with lead, lockstep and companions")
+        for sub in table:
+            if sub not in GROUP_KEYS:
+                raise ConfigError(f"{k.where}: unknown key '{k.key(key)}.{sub}' (known keys: "
+                                  f"{', '.join(sorted(GROUP_KEYS))})")
+        if "lead" not in table:
+            raise k.error(f"{key}.lead", " is required")
+        out[name] = Group(
+            name=name,
+            lead=canonicalize_name(k.expect(f"{key}.lead", table["lead"], str, "a name")),
+            lockstep=_names(k.where, k.key(f"{key}.lockstep"), table.get("lockstep", [])),
+            companions=_names(k.where, k.key(f"{key}.companions"),
+                              table.get("companions", [])),
+        )
+    return out
+
+
 def parse_config(raw: Mapping[str, Any], where: str, base: Policy | None = None) -> Policy:
     """Validate a [tool.pinbump] table and lay it over ``base``; errors name the key."""
     policy = base or Policy()
-    prefix = "" if where.endswith("pinbump.toml") else "tool.pinbump."
-    updates: dict[str, Any] = {"source": where}
+    k = _Keys(where, "" if where.endswith("pinbump.toml") else "tool.pinbump.")
     for key in raw:
         if key not in KNOWN_KEYS:
             listed = ", ".join(sorted(KNOWN_KEYS))
-            raise ConfigError(f"{where}: unknown key '{prefix}{key}' (known keys: {listed})")
-    groups = dict(policy.groups)
-    for name, table in _expect(where, f"{prefix}groups", raw.get("groups", {}), dict,
-                               "a table of groups").items():
-        key = f"{prefix}groups.{name}"
-        _expect(where, key, table, dict, "a table with lead, lockstep and companions")
-        for sub in table:
-            if sub not in GROUP_KEYS:
-                raise ConfigError(f"{where}: unknown key '{key}.{sub}' (known keys: "
-                                  f"{', '.join(sorted(GROUP_KEYS))})")
-        if "lead" not in table:
-            raise ConfigError(f"{where}: key '{key}.lead' is required")
-        groups[name] = Group(
-            name=name,
-            lead=canonicalize_name(_expect(where, f"{key}.lead", table["lead"], str, "a name")),
-            lockstep=_names(where, f"{key}.lockstep", table.get("lockstep", [])),
-            companions=_names(where, f"{key}.companions", table.get("companions", [])),
-        )
-    updates["groups"] = groups
+            raise ConfigError(f"{where}: unknown key '{k.key(key)}' (known keys: {listed})")
+    groups = _groups(k, raw, dict(policy.groups))
+    updates: dict[str, Any] = {"source": where, "groups": groups}
     if "group" in raw:
-        updates["group"] = _expect(where, f"{prefix}group", raw["group"], str, "a group name")
+        updates["group"] = k.expect("group", raw["group"], str, "a group name")
         if updates["group"] not in groups:
-            raise ConfigError(f"{where}: key '{prefix}group': no group named "
-                              f"{updates['group']!r} (defined: {', '.join(sorted(groups))})")
-    if "index-url" in raw:
-        updates["index_url"] = _expect(where, f"{prefix}index-url", raw["index-url"], str, "a URL")
-    members = sorted({m for g in groups.values() for m in g.members})
-
-    def package(key: str, name: str) -> str:
-        """A package key of a table: it must belong to a group (typos are not ignored)."""
-        canonical = canonicalize_name(name)
-        if canonical not in members:
-            close = difflib.get_close_matches(canonical, members, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else \
-                f" (packages of the groups: {', '.join(members)})"
-            raise ConfigError(f"{where}: key '{key}': {name!r} is not a package of any "
-                              f"group{hint}")
-        return canonical
-
-    if "index" in raw:
-        table = _expect(where, f"{prefix}index", raw["index"], dict, "a table package = URL")
-        indexes: dict[str, tuple[str, ...]] = {}
-        for k, v in table.items():
-            key = f"{prefix}index.{k}"
-            urls = [v] if isinstance(v, str) else _expect(where, key, v, list,
-                                                          "a URL or an array of URLs")
-            for url in urls:
-                _expect(where, key, url, str, "a URL or an array of URLs")
-                if not re.match(r"https?://\S+$", url):
-                    raise ConfigError(f"{where}: key '{key}': {url!r} is not an http(s) URL")
-            indexes[package(key, k)] = tuple(urls)
-        updates["package_index"] = indexes
-    if "platforms" in raw:
-        key = f"{prefix}platforms"
-        values = _expect(where, key, raw["platforms"], list, "an array of platforms")
-        for value in values:
-            if value not in KNOWN_PLATFORMS:
-                raise ConfigError(f"{where}: key '{key}': unknown platform {value!r} "
-                                  f"(known: {', '.join(KNOWN_PLATFORMS)})")
-        if not values:
-            raise ConfigError(f"{where}: key '{key}' is empty: name at least one platform")
-        updates["platforms"] = tuple(values)
-    if "cuda-variants" in raw:
-        key = f"{prefix}cuda-variants"
-        values = _expect(where, key, raw["cuda-variants"], list, "an array such as "
-                         '["cu129", "cu130"]')
-        for value in values:
-            if not isinstance(value, str) or not re.fullmatch(r"cu\d{3}", value):
-                raise ConfigError(f"{where}: key '{key}': {value!r} is not a CUDA variant "
-                                  "such as cu129")
-        updates["cuda_variants"] = tuple(values)
-    for key, attr in (("files", "files"), ("exclude", "exclude")):
+            raise k.error("group", f": no group named {updates['group']!r} "
+                                   f"(defined: {', '.join(sorted(groups))})")
+    k = replace(k, members=tuple(sorted({m for g in groups.values() for m in g.members})))
+    for key, (attr, read) in CONFIG_KEYS.items():
         if key in raw:
-            values = _expect(where, f"{prefix}{key}", raw[key], list, "an array of globs")
-            for value in values:
-                _expect(where, f"{prefix}{key}", value, str, "an array of globs")
-            updates[attr] = tuple(values)
-    for key, attr in (("strict", "strict"), ("nightly-prs", "nightly_prs")):
-        if key in raw:
-            updates[attr] = _expect(where, f"{prefix}{key}", raw[key], bool, "true or false")
-    if "advisories" in raw and not _expect(where, f"{prefix}advisories", raw["advisories"],
-                                           bool, "true or false"):
-        updates["advisories"] = {}
-    if "min-release-age" in raw:
-        age = _expect(where, f"{prefix}min-release-age", raw["min-release-age"], (int, float),
-                      "a number of days")
-        if age < 0:
-            raise ConfigError(f"{where}: key '{prefix}min-release-age' must not be negative")
-        updates["min_release_age_days"] = float(age)
-    if "allow-prereleases" in raw:
-        value = raw["allow-prereleases"]
-        updates["allow_prereleases"] = value if isinstance(value, bool) else frozenset(
-            package(f"{prefix}allow-prereleases", n)
-            for n in _names(where, f"{prefix}allow-prereleases", value))
-    if "known-bad" in raw:
-        table = _expect(where, f"{prefix}known-bad", raw["known-bad"], dict,
-                        "a table package = {version = reason}")
-        known: dict[str, dict[str, str]] = {}
-        for pkg, versions in table.items():
-            key = f"{prefix}known-bad.{pkg}"
-            _expect(where, key, versions, dict, "a table version = reason")
-            known[package(key, pkg)] = {
-                str(_version(where, f"{key}.{v}", v)): _expect(where, f"{key}.{v}", r, str,
-                                                               "a reason string")
-                for v, r in versions.items()}
-        updates["known_bad"] = known
-    if "cap" in raw:
-        table = _expect(where, f"{prefix}cap", raw["cap"], dict, "a table package = version")
-        updates["caps"] = {package(f"{prefix}cap.{k}", k): _version(where, f"{prefix}cap.{k}", v)
-                           for k, v in table.items()}
-    if "python" in raw:
-        updates["python"] = str(_version(where, f"{prefix}python", raw["python"]))
-    if "doc-patterns" in raw:
-        key = f"{prefix}doc-patterns"
-        patterns = _expect(where, key, raw["doc-patterns"], list, "an array of regexes")
-        for pattern in patterns:
-            _expect(where, key, pattern, str, "an array of regexes")
-            if "{version}" not in pattern:
-                raise ConfigError(f"{where}: key '{key}': {pattern!r} has no {{version}}")
-            try:
-                re.compile(pattern.replace("{version}", "0"))
-            except re.error as exc:
-                raise ConfigError(f"{where}: key '{key}': {pattern!r} is not a valid regex "
-                                  f"({exc})") from None
-        updates["doc_patterns"] = tuple(patterns)
-    if "dockerfile-args" in raw:
-        key = f"{prefix}dockerfile-args"
-        table = _expect(where, key, raw["dockerfile-args"], dict, "a table NAME = package")
-        args: dict[str, str] = {}
-        for name, package in table.items():
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise ConfigError(f"{where}: key '{key}.{name}': not an ARG/ENV name")
-            args[name] = canonicalize_name(_expect(where, f"{key}.{name}", package, str,
-                                                   "a package name"))
-        updates["dockerfile_args"] = args
-    for key, attr in (("reviewers", "reviewers"), ("labels", "labels"),
-                      ("required-checks", "required_checks")):
-        if key in raw:
-            values = _expect(where, f"{prefix}{key}", raw[key], list, "an array of strings")
-            for value in values:
-                _expect(where, f"{prefix}{key}", value, str, "an array of strings")
-            if key == "required-checks" and not values:
-                raise ConfigError(f"{where}: key '{prefix}required-checks' is empty: a gate "
-                                  "that requires nothing would merge anything")
-            updates[attr] = tuple(values)
-    if "gate-workflow" in raw:
-        updates["gate_workflow"] = _expect(where, f"{prefix}gate-workflow",
-                                           raw["gate-workflow"], str, "a workflow file name")
-    if "bot-login" in raw:
-        updates["bot_login"] = _expect(where, f"{prefix}bot-login", raw["bot-login"], str,
-                                       "a GitHub login such as 'github-actions[bot]'")
-    if "merge-method" in raw:
-        method = _expect(where, f"{prefix}merge-method", raw["merge-method"], str,
-                         "merge, squash or rebase")
-        if method not in MERGE_METHODS:
-            raise ConfigError(f"{where}: key '{prefix}merge-method' must be one of "
-                              f"{', '.join(MERGE_METHODS)}, got {method!r}")
-        updates["merge_method"] = method
-    if "gate-min-tests" in raw:
-        key = f"{prefix}gate-min-tests"
-        table = _expect(where, key, raw["gate-min-tests"], dict, "a table job = number")
-        minimums: dict[str, int] = {}
-        for job, count in table.items():
-            _expect(where, f"{key}.{job}", count, int, "a whole number of tests")
-            if count < 0:
-                raise ConfigError(f"{where}: key '{key}.{job}' must not be negative")
-            minimums[job] = count
-        updates["gate_min_tests"] = minimums
-    if "runner-labels" in raw:
-        table = _expect(where, f"{prefix}runner-labels", raw["runner-labels"], dict,
-                        "a table job = [labels]")
-        runners: dict[str, tuple[str, ...]] = {}
-        for job, labels in table.items():
-            key = f"{prefix}runner-labels.{job}"
-            if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", job):
-                raise ConfigError(f"{where}: key '{key}': job names are lowercase letters, "
-                                  "digits and dashes")
-            _expect(where, key, labels, list, "an array of runner labels")
-            for label in labels:
-                _expect(where, key, label, str, "an array of runner labels")
-            runners[job] = tuple(labels)
-        updates["runner_labels"] = runners
+            value = read(k, key, raw[key])
+            if value is not _KEEP:
+                updates[attr] = value
     return replace(policy, **updates)
 
 

@@ -662,7 +662,7 @@ def includes_of(files: Mapping[str, str], names: set[str]) -> set[str]:
     return {p for p in out if not p.startswith("..") and not os.path.isabs(p)}
 
 
-def find_pins(root: Path, files: Mapping[str, str], names: set[str],
+def find_pins(root: Path, files: Mapping[str, str], names: set[str],  # noqa: C901
               undecodable: Mapping[str, str] = MappingProxyType({}),
               pyprojects: Sequence[PyProject] | None = None, *, lead: str = "",
               skipped: Iterable[tuple[str, str]] = (), also: Iterable[str] = ()) -> Target:

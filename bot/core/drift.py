@@ -273,7 +273,7 @@ def _column(lines: Sequence[str], node: ast.expr) -> int:
     return len(line.encode("utf-8")[:node.col_offset].decode("utf-8", "replace"))
 
 
-def scan_source(file: str, text: str, roots: set[str]) -> list[CallSite]:
+def scan_source(file: str, text: str, roots: set[str]) -> list[CallSite]:  # noqa: C901
     """Calls into ``roots`` (import names) and references to them, anywhere in the file:
     every import form, modules bound to names or attributes (``x = comm``,
     ``self._comm = flashinfer.comm``, ``global`` assignments in ``try:``), ``getattr``,
@@ -359,7 +359,7 @@ def scan_source(file: str, text: str, roots: set[str]) -> list[CallSite]:
 
 
 # -- comparing signatures ------------------------------------------------------------------
-def describe_changes(old: Signature, new: Signature) -> list[str]:
+def describe_changes(old: Signature, new: Signature) -> list[str]:  # noqa: C901
     """Human one-liners for what changed between two signatures."""
     out: list[str] = []
     old_names = [p.name for p in old.params]

@@ -336,7 +336,7 @@ def dockerfile_ties(text: str, bumps: Sequence[Bump], configured: Mapping[str, s
     return out
 
 
-def edit_dockerfile(path: str, text: str, bumps: Sequence[Bump],
+def edit_dockerfile(path: str, text: str, bumps: Sequence[Bump],  # noqa: C901
                     configured: Mapping[str, str] = {}) -> tuple[FileEdit, list[str]]:
     """Edit the ARG/ENV defaults tied to a group package, and RUN pins of group packages;
     returns the edit and a note for each default holding an old version that stays."""
@@ -439,7 +439,7 @@ def _literal_span(lines: list[bytes], node: ast.Constant) -> tuple[int, int, int
     return index, node.col_offset, node.end_col_offset, prefix + quote
 
 
-def edit_assertions(path: str, text: str, bumps: Sequence[Bump]) -> FileEdit:
+def edit_assertions(path: str, text: str, bumps: Sequence[Bump]) -> FileEdit:  # noqa: C901
     """Version checks in Python: a call whose string arguments hold a package and its version.
 
     Found through Python's own syntax tree (``ast``: a file costs one parse at C speed; files

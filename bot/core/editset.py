@@ -71,7 +71,7 @@ def _chain(first: FileEdit, second: FileEdit) -> FileEdit:
     return FileEdit(first.path, first.old, second.new, first.edits + second.edits)
 
 
-def compute_edits(plan: Plan, policy: Policy, files: Mapping[str, str],
+def compute_edits(plan: Plan, policy: Policy, files: Mapping[str, str],  # noqa: C901
                   resumed: Sequence[Bump] = ()) -> tuple[EditSet, list[str]]:
     """Every edit the plan needs over ``files`` (path -> text), validated; plus notes.
     ``resumed``: the bumps of an interrupted apply, finished by this one."""

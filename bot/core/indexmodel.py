@@ -131,7 +131,7 @@ def _expand(template: str, *, pypi: str, base: str, variants: Iterable[str]) -> 
     return [(url, variant_of(url)[1])]
 
 
-def build_model(members: Iterable[str], data: BuiltinData | None, *, pypi: str,
+def build_model(members: Iterable[str], data: BuiltinData | None, *, pypi: str,  # noqa: C901
                 base: str | None, configured: Mapping[str, tuple[str, ...]],
                 config_source: str, decls: Iterable[IndexDecl] = (),
                 variants: Iterable[str] = (), channel: str = "stable") -> IndexModel:

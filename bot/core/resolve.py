@@ -111,7 +111,7 @@ class Context:
 
 
 # -- screening one version ------------------------------------------------------------------
-def screen(ctx: Context, package: str, version: Version, files: Sequence[DistFile],
+def screen(ctx: Context, package: str, version: Version, files: Sequence[DistFile],  # noqa: C901
            *, exempt_age: bool = False, current: bool = False) -> str | _Hidden | None:
     """None when ``package`` ``version`` may be used; else why not (or HIDDEN).
 

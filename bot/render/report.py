@@ -70,7 +70,7 @@ def plan_json(plan: Plan) -> str:
     return json.dumps(plan_to_dict(plan), indent=2) + "\n"
 
 
-def plan_text(plan: Plan, width: int = 120, color: bool = False) -> str:
+def plan_text(plan: Plan, width: int = 120, color: bool = False) -> str:  # noqa: C901
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=color, color_system=None if not
                       color else "auto", highlight=False)

@@ -67,7 +67,7 @@ def used_fields(schema: GraphQLSchema, documents: list[str]) -> dict[str, set[st
     return used
 
 
-def subset_sdl(schema: GraphQLSchema, used: dict[str, set[str]]) -> str:
+def subset_sdl(schema: GraphQLSchema, used: dict[str, set[str]]) -> str:  # noqa: C901
     keep: set[str] = set()
     todo = list(used)
     lines: list[str] = []
