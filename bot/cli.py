@@ -345,20 +345,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.print_body or args.dry_run:
         sys.stdout.write(result.body)
     if args.json:
-        import json
+        from bot.render.jsonout import to_json
 
-        sys.stdout.write(json.dumps({
+        sys.stdout.write(to_json({
             "action": result.action, "branch": result.branch, "pr": result.pr,
             "head_sha": result.head_sha, "pushed": result.pushed,
             "superseded": result.superseded, "dispatched": result.dispatched,
-            "dashboard": result.dashboard}) + "\n")
+            "dashboard": result.dashboard}, one_line=True))
     return 0
 
 
 def _print_json(data: object) -> None:
-    import json
+    from bot.render.jsonout import to_json
 
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    sys.stdout.write(to_json(data, sort_keys=True))
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -391,9 +391,8 @@ def cmd_gpu_report(args: argparse.Namespace) -> int:
 
 
 def cmd_pins(args: argparse.Namespace) -> int:
-    import json
-
     from bot.commands.context import load_workspace
+    from bot.render.jsonout import to_json
 
     ws = load_workspace(args.repo, {"group": args.group})
     group = ws.group
@@ -414,7 +413,7 @@ def cmd_pins(args: argparse.Namespace) -> int:
              "line": p.line, "section": p.section}
             for name in group.members for p in pins if p.package == name]
     if args.json:
-        print(json.dumps({"group": group.name, "pins": rows}, indent=2))
+        sys.stdout.write(to_json({"group": group.name, "pins": rows}))
     else:
         for r in rows:
             print(f"{r['file']}:{r['line']}: {r['requirement']}  [{r['section']}]")
@@ -506,7 +505,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from bot.commands.apply import apply
     from bot.commands.context import open_services
     from bot.commands.plan import plan
-    from bot.core.editset import edits_json, edits_text, unified_diff
+    from bot.core.editset import edits_text, unified_diff
+    from bot.render.report import edits_json
 
     opts = plan_options(args)
     if not opts.repo.is_dir():

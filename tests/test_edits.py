@@ -200,6 +200,19 @@ def test_requirements_keep_comments_crlf_and_continuations() -> None:
     assert edit.new == reqs.replace("4.4.2", "4.5.0").replace("0.6.8.post1", "0.6.11")
 
 
+def test_after_an_unchanged_pin_the_later_pins_are_still_edited() -> None:
+    """A pin already at its target is skipped, not the end of the file's edits."""
+    reqs = ("nvidia-cutlass-dsl==4.5.0\nflashinfer-python==0.6.8.post1\n"
+            "flashinfer-cubin==0.6.8.post1\n")
+    pins = parse_requirements(reqs, "requirements.txt", NAMES)
+    edit = edit_requirements("requirements.txt", reqs, [(pins[0], "==4.5.0"),
+                                                        (pins[1], "==0.6.11"),
+                                                        (pins[2], "==0.6.11")])
+    assert edit.new == reqs.replace("0.6.8.post1", "0.6.11")
+    assert [(e.line, e.after) for e in edit.edits] == [(2, "flashinfer-python==0.6.11"),
+                                                       (3, "flashinfer-cubin==0.6.11")]
+
+
 def test_requirement_that_moved_is_an_error() -> None:
     toml = '[project]\ndependencies = ["flashinfer_python==0.6.8.post1"]\n'
     [pin] = parse_pyproject(toml, "pyproject.toml", NAMES).pins

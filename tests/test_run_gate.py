@@ -10,10 +10,12 @@ from pathlib import Path
 from threading import Thread
 
 import cmarkgfm
+import jsonschema
 import pytest
 
 from bot.adapters.github import GitHub
 from bot.cli import main
+from bot.render.jsonout import schema
 from github_emulator import GitHubEmulator
 from reads import count_reads
 from servers import PypiServer
@@ -154,7 +156,10 @@ def github_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def last_json(out: str) -> dict:
-    return json.loads(out.strip().splitlines()[-1])
+    """The --json record of a run (its last line), checked against its published schema."""
+    doc = json.loads(out.strip().splitlines()[-1])
+    jsonschema.Draft202012Validator(schema("run")).validate(doc)
+    return doc
 
 
 def test_first_run_opens_the_pr_then_second_run_is_a_no_op(
@@ -747,7 +752,7 @@ def test_unfixable_calls_put_a_banner_on_top_and_fail_the_gate(
     assert world.run() == 0
     result = last_json(capsys.readouterr().out)
     body = world.emu.state.items[result["pr"]]["body"]
-    first = body.split("\n")[1:3]
+    first = body.split("\n")[0:2]  # the banner is the first thing in the body
     assert first[0] == "> [!CAUTION]"
     assert first[1].startswith("> **Not ready: 1 call needs a hand fix** ")
     link = ("[python/sglang/srt/layers/legacy.py:5](https://github.com/acme/serving/blob/"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -148,10 +147,6 @@ def edits_to_dict(edits: EditSet, notes: list[str], written: bool) -> dict[str, 
                             "version": m.version, "text": m.text} for m in edits.left_unchanged],
         "notes": notes,
     }
-
-
-def edits_json(edits: EditSet, notes: list[str], written: bool) -> str:
-    return json.dumps(edits_to_dict(edits, notes, written), indent=2) + "\n"
 
 
 def edits_text(edits: EditSet, notes: list[str], written: bool, bumps: list[Bump]) -> str:

@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from bot.core.drift import SEVERITY_ORDER, DriftReport, Finding
+from bot.render.jsonout import to_json
 from bot.render.markdown import (
     code_block,
     code_span,
@@ -33,7 +34,7 @@ SHOWN = ("breaking", "review", "unverifiable")  # one row each; notices are grou
 
 # -- JSON and terminal ---------------------------------------------------------------------
 def drift_json(report: DriftReport) -> str:
-    return json.dumps([f.as_dict() for f in report.findings], indent=2) + "\n"
+    return to_json([f.as_dict() for f in report.findings])
 
 
 def counts(report: DriftReport) -> dict[str, int]:

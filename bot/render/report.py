@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import io
-import json
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bot.core.edits import EditSet
+from bot.core.editset import edits_to_dict
 from bot.core.models import Plan
+from bot.render.jsonout import to_json
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
@@ -67,7 +69,7 @@ def collapse_rejections(plan: Plan) -> list[str]:
 
 
 def plan_json(plan: Plan) -> str:
-    return json.dumps(plan_to_dict(plan), indent=2) + "\n"
+    return to_json(plan_to_dict(plan))
 
 
 def plan_text(plan: Plan, width: int = 120, color: bool = False) -> str:  # noqa: C901
@@ -108,3 +110,7 @@ def plan_text(plan: Plan, width: int = 120, color: bool = False) -> str:  # noqa
     for hint in plan.hints:
         console.print(escape(f"fix: {hint}"), soft_wrap=True)
     return buf.getvalue()
+
+
+def edits_json(edits: EditSet, notes: list[str], written: bool) -> str:
+    return to_json(edits_to_dict(edits, notes, written))

@@ -1,0 +1,30 @@
+"""The one JSON serializer of pinbump's ``--json`` outputs, and their published schemas.
+
+Every ``--json`` document goes through ``to_json``; the shape of each is described by a JSON
+Schema shipped as package data (``bot/schemas/<name>.schema.json``: plan, apply, drift, run,
+pins) and checked against real output by the tests."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+SCHEMAS = ("plan", "apply", "drift", "run", "pins")
+
+
+def to_json(data: object, *, one_line: bool = False, sort_keys: bool = False) -> str:
+    """``data`` as JSON and a newline: indented, or on one line for records a script reads
+    as the last line of output (``run``)."""
+    if one_line:
+        return json.dumps(data, sort_keys=sort_keys) + "\n"
+    return json.dumps(data, indent=2, sort_keys=sort_keys) + "\n"
+
+
+def schema(name: str) -> dict[str, Any]:
+    """The published JSON Schema of one ``--json`` output."""
+    if name not in SCHEMAS:
+        raise KeyError(name)
+    text = resources.files("bot.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
