@@ -123,7 +123,7 @@ def read_gate_result(text: str, where: str) -> tuple[str, tuple[str, ...]]:
     return candidate, failing_test_ids(failed, where)
 
 
-def bisect(versions: Sequence[Version], run: Callable[[str], StepResult], *, package: str,
+def bisect(versions: Sequence[Version], run: Callable[[str], StepResult], *, package: str,  # noqa: C901
            tests: Sequence[str], retries: int = 2, confirm: int = 1) -> BisectResult:
     """Find the first version at which ``run`` fails, ``versions[0]`` good and
     ``versions[-1]`` bad (both verified)."""
