@@ -118,8 +118,9 @@ class FlashInferIndex:
 def flashinfer_index(root: Path) -> Iterator[FlashInferIndex]:
     root.mkdir(parents=True, exist_ok=True)
     handler: type[_Handler] = type("Handler", (_Handler,), {"failing": ()})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                             partial(handler, directory=str(root)))
+    server_class = type("Server", (http.server.ThreadingHTTPServer,),
+                        {"request_queue_size": 128})  # pages and metadata are read at once
+    server = server_class(("127.0.0.1", 0), partial(handler, directory=str(root)))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
