@@ -51,7 +51,10 @@ def test_markdown_and_verdict() -> None:
     report.perf.append(compare("rmsnorm", base, base[::-1]))
     report.perf.append(invalid("fp4_quantize", base, base, 0.05, "8.20 TB/s implied"))
     assert report.passed
+    no_timing = GateReport("0.6.8.post1", "0.6.11", "NVIDIA H200", 0.0)
+    assert "Device: NVIDIA H200.\n" in gate_markdown(no_timing)  # --no-perf: no bandwidth
     md = gate_markdown(report)
+    assert "Device: NVIDIA H200; measured copy bandwidth 4.30 TB/s." in md
     assert md.startswith("### GPU gate: flashinfer 0.6.8.post1 → 0.6.11: **passed**")
     assert "| fp4_quantize |" in md and "invalid: 8.20 TB/s implied" in md
     assert "unsupported on sm_90: fp4 output is all zero" in md

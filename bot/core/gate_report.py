@@ -177,9 +177,11 @@ def _failure_details(summary: JUnitSummary, limit: int, budget: int) -> list[str
 
 def gate_markdown(report: GateReport, limit: int = 40, text_budget: int = 40_000) -> str:
     verdict = "passed" if report.passed else "FAILED"
+    device = f"Device: {escape_text(report.device) or 'unknown'}"
+    if report.copy_bandwidth > 0:  # measured only when the timing ran
+        device += f"; measured copy bandwidth {report.copy_bandwidth / 1e12:.2f} TB/s"
     lines = [f"### GPU gate: flashinfer {report.baseline} → {report.candidate}: **{verdict}**",
-             "", f"Device: {report.device}; measured copy bandwidth "
-             f"{report.copy_bandwidth / 1e12:.2f} TB/s.", "",
+             "", device + ".", "",
              "| suite | tests | passed | failed | skipped |", "| --- | --- | --- | --- | --- |"]
     for label, s in report.junit.items():
         version = report.baseline if label == "baseline" else report.candidate
