@@ -100,11 +100,11 @@ class DriftError(PinbumpError):
 
 
 class WholeFile(Exception):
-    """The server answered a range request with the whole file (HTTP 200)."""
+    """The server answered a range request with the whole file (HTTP 200); its body went to
+    the fetcher's download file, not to memory."""
 
-    def __init__(self, body: bytes) -> None:
+    def __init__(self) -> None:
         super().__init__("server ignores Range")
-        self.body = body
 
 
 class GitHubError(PinbumpError):

@@ -275,11 +275,13 @@ class _HostileHandler(http.server.BaseHTTPRequestHandler):
         head = f"HTTP/1.1 {status} X\r\n" + "".join(
             f"{k}: {v}\r\n" for k, v in headers.items()) + \
             f"Content-Length: {len(body)}\r\n\r\n"
-        data = head.encode("latin-1") + (b"" if self.command == "HEAD" else body)
         try:
-            if not drip:
-                self.wfile.write(data)
+            if not drip:  # head and body apart: a large body is never copied here
+                self.wfile.write(head.encode("latin-1"))
+                if self.command != "HEAD":
+                    self.wfile.write(body)
                 return
+            data = head.encode("latin-1") + (b"" if self.command == "HEAD" else body)
             for i in range(len(data)):
                 if self.server.stopping.wait(drip):
                     return

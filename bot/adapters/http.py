@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import socket
 import ssl
+import tempfile
 import threading
 import time
 import zlib
@@ -13,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import httpcore
 import httpx
@@ -140,9 +142,45 @@ def _with_deadlines(client: httpx.Client) -> None:
         pool._network_backend = _DeadlineBackend(pool._network_backend)
 
 
-def _read_body(resp: httpx.Response, url: str, max_bytes: int) -> bytes:
+class Download:
+    """Where a whole file goes instead of memory: a temporary file, its sha256 taken as it
+    is written, at most ``limit`` bytes (a wheel sent whole when Range is ignored)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.file: BinaryIO = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        self.reset()
+
+    def reset(self) -> None:
+        """Empty it: each attempt of a request starts over."""
+        self.file.seek(0)
+        self.file.truncate()
+        self.size = 0
+        self._sha256 = hashlib.sha256()
+
+    def write(self, piece: bytes) -> None:
+        self.size += len(piece)
+        self._sha256.update(piece)
+        self.file.write(piece)
+
+    def sha256(self) -> str:
+        return self._sha256.hexdigest()
+
+    def close(self) -> None:
+        self.file.close()
+
+    def __enter__(self) -> Download:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _read_body(resp: httpx.Response, url: str, max_bytes: int,
+               sink: Download | None = None) -> bytes:
     """The body, inflated here in steps of at most CHUNK bytes (gzip or deflate) so that no
-    more than ``max_bytes`` of it is ever held, however well it compresses."""
+    more than ``max_bytes`` of it is ever held, however well it compresses; with ``sink``
+    it goes there instead, piece by piece, and nothing is held."""
     coding = resp.headers.get("content-encoding", "").strip().lower()
     if coding in ("", "identity"):
         inflate = None
@@ -153,8 +191,11 @@ def _read_body(resp: httpx.Response, url: str, max_bytes: int) -> bytes:
     body = bytearray()
 
     def add(piece: bytes) -> None:
-        body.extend(piece)
-        if len(body) > max_bytes:
+        if sink is not None:
+            sink.write(piece)
+        else:
+            body.extend(piece)
+        if (sink.size if sink is not None else len(body)) > max_bytes:
             raise IndexError_(f"{redact(url)}: the answer is over {max_bytes // MiB} MiB; "
                               "refusing to read more")
 
@@ -230,11 +271,14 @@ class HttpClient:
 
     # -- the door -------------------------------------------------------------------------
     def request(self, method: str, url: str, headers: Mapping[str, str] | None = None,  # noqa: C901
-                ok: tuple[int, ...] = (200,), max_bytes: int = PAGE_LIMIT) -> Response:
+                ok: tuple[int, ...] = (200,), max_bytes: int = PAGE_LIMIT,
+                sink: Download | None = None) -> Response:
         """Send one request, retrying transport errors, 429 and 5xx a bounded number of times.
 
         Statuses in ``ok`` and 304/404/416 come back to the caller; anything else raises.
         A body over ``max_bytes`` (after content decoding) is refused, never held whole.
+        The body of a 200 answer goes to ``sink`` when given (up to its own limit; the
+        response's content is then empty).
         """
         url = self._public(url)
         auth = self._auth.get(origin(url))
@@ -252,7 +296,7 @@ class HttpClient:
                 break
             tries += 1
             try:
-                resp = self._send(method, url, headers, auth, max_bytes)
+                resp = self._send(method, url, headers, auth, max_bytes, sink)
             except httpx.TimeoutException:
                 last = "timed out"
                 continue
@@ -267,7 +311,8 @@ class HttpClient:
                 raise IndexError_(f"{redact(url)}: not a valid URL ({exc})") from None
             except (httpx.DecodingError, httpx.TooManyRedirects) as exc:
                 raise IndexError_(f"{redact(url)}: unusable answer ({exc})") from None
-            self.stats.add(len(resp.content), resp.status == 304)
+            self.stats.add(len(resp.content) or (sink.size if sink is not None else 0),
+                           resp.status == 304)
             if resp.status in RETRY_STATUSES:
                 last, last_headers = f"HTTP {resp.status}", resp.headers
                 continue
@@ -285,14 +330,19 @@ class HttpClient:
                           "URL and your network, or retry later")
 
     def _send(self, method: str, url: str, headers: Mapping[str, str] | None,
-              auth: httpx.BasicAuth | None, max_bytes: int) -> Response:
+              auth: httpx.BasicAuth | None, max_bytes: int, sink: Download | None = None
+              ) -> Response:
         """One attempt, ended by ``timeout`` (or the command's deadline, when sooner)."""
         at = time.monotonic() + self.timeout
         _deadline.at = at if self._ends is None else min(at, self._ends)
         try:
             with self._client.stream(method, url, headers=dict(headers or {}),
                                      auth=auth or httpx.USE_CLIENT_DEFAULT) as resp:
-                body = _read_body(resp, url, max_bytes)
+                if sink is not None and resp.status_code == 200:
+                    sink.reset()
+                    body = _read_body(resp, url, sink.limit, sink)
+                else:
+                    body = _read_body(resp, url, max_bytes)
                 return Response(str(resp.url), resp.status_code, resp.headers, body,
                                 reason=resp.reason_phrase)
         finally:

@@ -26,7 +26,7 @@ from packaging.utils import (
 )
 
 from bot.adapters.cache import Cache
-from bot.adapters.http import WHEEL_LIMIT, HttpClient
+from bot.adapters.http import WHEEL_LIMIT, Download, HttpClient
 from bot.adapters.lazywheel import (
     METADATA_LIMITS,
     TAIL,
@@ -360,33 +360,37 @@ class SimpleIndex:
         through range requests when the server honours them ("range"), else from the whole
         wheel, its sha256 checked ("download"). Every member name is checked first."""
 
-        def fetch(range_header: str) -> tuple[int, bytes, str]:
-            held = self._tails.get(file.url) if range_header == f"bytes=-{TAIL}" else None
-            if held is not None:  # the metadata read fetched it: drift's sources reuse it
-                return held
-            r = self.http.request("GET", file.url, {"Range": range_header}, ok=(200, 206),
-                                  max_bytes=WHEEL_LIMIT)
-            answer = r.status, r.content, r.headers.get("content-range", "")
-            if r.status == 206 and range_header == f"bytes=-{TAIL}":
-                self._tails[file.url] = answer
-            return answer
+        with Download(WHEEL_LIMIT) as whole:
 
-        try:
-            if wanted is is_metadata:  # METADATA alone: from the directory's tail
-                return read_metadata_lazily(fetch, file.url, limits, file.filename), "range"
-            return read_members_lazily(fetch, file.url, wanted, limits, file.filename), "range"
-        except WholeFile as whole:
-            body = whole.body
-        except WheelError:
-            raise  # what the wheel holds is the problem: another way of reading it is no cure
-        except MetadataError:  # the server's range answers were unusable: download instead
-            resp = self.http.request("GET", file.url, max_bytes=WHEEL_LIMIT)
-            if resp.status != 200:
-                raise MetadataError(f"{redact(file.url)}: HTTP {resp.status}; wheel missing") \
-                    from None
-            body = resp.content
-        verify_sha256(body, file.sha256, file.url)
-        return read_members(body, wanted, limits, file.filename), "download"
+            def fetch(range_header: str) -> tuple[int, bytes, str]:
+                held = self._tails.get(file.url) if range_header == f"bytes=-{TAIL}" else None
+                if held is not None:  # the metadata read fetched it: drift's sources reuse it
+                    return held
+                r = self.http.request("GET", file.url, {"Range": range_header}, ok=(200, 206),
+                                      max_bytes=range_size(range_header), sink=whole)
+                answer = r.status, r.content, r.headers.get("content-range", "")
+                if r.status == 206 and range_header == f"bytes=-{TAIL}":
+                    self._tails[file.url] = answer
+                return answer
+
+            try:
+                if wanted is is_metadata:  # METADATA alone: from the directory's tail
+                    return read_metadata_lazily(fetch, file.url, limits, file.filename), \
+                        "range"
+                return read_members_lazily(fetch, file.url, wanted, limits, file.filename), \
+                    "range"
+            except WholeFile:  # the server sent it all: it is in ``whole``
+                pass
+            except WheelError:
+                raise  # what the wheel holds is the problem: another way of reading it is no cure
+            except MetadataError:  # the server's range answers were unusable: download instead
+                resp = self.http.request("GET", file.url, sink=whole)
+                if resp.status != 200:
+                    raise MetadataError(f"{redact(file.url)}: HTTP {resp.status}; wheel "
+                                        "missing") from None
+            if file.sha256 and whole.sha256() != file.sha256.lower():
+                raise MetadataError(sha256_mismatch(file.url, file.sha256))
+            return read_members(whole.file, wanted, limits, file.filename), "download"
 
     def _cache_file(self, kind: str, file: DistFile) -> Path | None:
         return None if self.cache is None else self.cache.path(kind, file.url, file.sha256)
@@ -394,5 +398,16 @@ class SimpleIndex:
 
 def verify_sha256(body: bytes, sha256: str | None, url: str) -> None:
     if sha256 and hashlib.sha256(body).hexdigest() != sha256.lower():
-        raise MetadataError(f"{redact(url)}: sha256 mismatch (index says {sha256[:12]}…); "
-                            "the file or the index page is corrupt")
+        raise MetadataError(sha256_mismatch(url, sha256))
+
+
+def sha256_mismatch(url: str, sha256: str) -> str:
+    return (f"{redact(url)}: sha256 mismatch (index says {sha256[:12]}…); the file or the "
+            "index page is corrupt")
+
+
+def range_size(range_header: str) -> int:
+    """How many bytes a ``bytes=-N`` or ``bytes=A-B`` request asks for: a 206 answer longer
+    than that is refused (a whole file comes as 200, to disk)."""
+    first, _, last = range_header.removeprefix("bytes=").partition("-")
+    return int(last) if not first else int(last) - int(first) + 1

@@ -14,7 +14,7 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import BinaryIO, cast
 
 from bot.errors import MetadataError, WheelError, WholeFile
 
@@ -36,7 +36,7 @@ class RangeFile(io.RawIOBase):
         self._segments: list[tuple[int, bytes]] = []
         status, body, content_range = fetch(f"bytes=-{TAIL}")
         if status == 200:
-            raise WholeFile(body)
+            raise WholeFile()
         match = re.match(r"bytes (\d+)-(\d+)/(\d+)", content_range or "")
         if status != 206 or not match:
             raise MetadataError(f"{url}: unexpected answer to a range request (HTTP {status})")
@@ -114,7 +114,9 @@ def read_members_lazily(fetch: RangeFetcher, url: str, wanted: Callable[[str], b
     them is under ``max_gap`` bytes. Raises WholeFile when the server ignores Range."""
     raw = raw or RangeFile(fetch, url)
     try:
-        with zipfile.ZipFile(io.BufferedReader(raw, buffer_size=CHUNK)) as zf:
+        buffered = io.BufferedReader(raw, buffer_size=CHUNK)
+        check_directory(buffered, wheel)
+        with zipfile.ZipFile(buffered) as zf:
             chosen = _choose(zf, wanted, limits, wheel)
             infos = sorted(zf.infolist(), key=lambda i: i.header_offset)
             starts = [i.header_offset for i in infos] + [raw.size]
@@ -193,6 +195,7 @@ def _metadata_from_tail(raw: RangeFile, limits: Limits, wheel: str) -> dict[str,
             or tail_start + pos + _EOCD.size + comment != raw.size
             or cd_offset + cd_size != tail_start + pos):
         return None  # zip64, split or prefixed archive: the general path knows those
+    _entries_capped(count, wheel)
     cd_end = pos
     first = max(cd_offset - tail_start, 0)
     infos = None
@@ -228,14 +231,63 @@ def _metadata_from_tail(raw: RangeFile, limits: Limits, wheel: str) -> dict[str,
     return {info.filename: data}
 
 
-def read_members(body: bytes, wanted: Callable[[str], bool], limits: Limits, wheel: str
+def read_members(file: BinaryIO, wanted: Callable[[str], bool], limits: Limits, wheel: str
                  ) -> dict[str, bytes]:
-    """Members of the wheel held in ``body`` whose names satisfy ``wanted``."""
+    """Members of the wheel in ``file`` (downloaded whole) whose names satisfy ``wanted``."""
     try:
-        with zipfile.ZipFile(io.BytesIO(body)) as zf:
+        check_directory(file, wheel)
+        with zipfile.ZipFile(file) as zf:
             return _extract(zf, _choose(zf, wanted, limits, wheel), limits, wheel)
     except zipfile.BadZipFile as exc:
         raise WheelError(f"{wheel}: not a valid wheel ({exc})") from None
+
+
+# -- how many members a wheel may list: zipfile builds an object per entry -----------------
+MAX_ENTRIES = 50_000  # the largest cubin wheel lists about 10,000
+MAX_DIRECTORY = 32 << 20  # bytes of central directory (10,000 cubin entries take 3.8 MB)
+_EOCD64 = struct.Struct("<4sQ2H2L4Q")
+_LOCATOR64 = struct.Struct("<4sLQL")
+
+
+def _entries_capped(count: int, wheel: str) -> None:
+    if count > MAX_ENTRIES:
+        raise WheelError(f"{wheel}: its central directory lists {count} entries, over the "
+                         f"limit of {MAX_ENTRIES}; refusing to read the wheel")
+
+
+def check_directory(fp: BinaryIO, wheel: str) -> None:
+    """Refuse a wheel whose central directory is over MAX_DIRECTORY bytes or lists over
+    MAX_ENTRIES entries, before zipfile reads it (it builds one ZipInfo per entry: a million
+    entries is hundreds of MB). The count in the end record is what the writer claims;
+    zipfile reads entries until the directory's size is used up, so the entry signatures
+    in the directory are counted too. An archive whose end records cannot be read is left
+    to zipfile, which says what is wrong."""
+    size = fp.seek(0, io.SEEK_END)
+    tail_len = min(size, _EOCD.size + 0xFFFF)
+    fp.seek(size - tail_len)
+    tail = fp.read(tail_len)
+    pos = tail.rfind(b"PK\x05\x06")
+    if pos < 0 or pos + _EOCD.size > len(tail):
+        return
+    _, _, _, _, count, cd_size, _, _ = _EOCD.unpack_from(tail, pos)
+    end = size - tail_len + pos  # where the directory ends (the end records follow it)
+    if pos >= _LOCATOR64.size and tail[pos - _LOCATOR64.size:][:4] == b"PK\x06\x07":
+        end -= _LOCATOR64.size + _EOCD64.size
+        fp.seek(max(end, 0))
+        record = fp.read(_EOCD64.size)
+        if len(record) != _EOCD64.size or record[:4] != b"PK\x06\x06":
+            return
+        fields = _EOCD64.unpack(record)
+        count, cd_size = fields[7], fields[8]
+    if cd_size > MAX_DIRECTORY:
+        raise WheelError(f"{wheel}: its central directory is {cd_size} bytes, over the limit "
+                         f"of {MAX_DIRECTORY // MiB} MiB of entries; refusing to read the "
+                         "wheel")
+    _entries_capped(count, wheel)
+    if end - cd_size >= 0:
+        fp.seek(end - cd_size)
+        _entries_capped(fp.read(cd_size).count(b"PK\x01\x02"), wheel)
+    fp.seek(0)
 
 
 # -- what a wheel may hold: the one check of member names and sizes ------------------------

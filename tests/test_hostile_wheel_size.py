@@ -1,0 +1,95 @@
+"""Wheels that are large in ways the per-member caps do not see: a central directory of
+hundreds of thousands of entries, and a whole wheel sent when the server ignores Range.
+Memory stays bounded (tracemalloc counts every allocation, the loopback server's too)."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+from test_hostile_index import V1, cli, index, one_line_error, peak_of, target  # noqa: F401
+
+from servers import HostileIndex
+from wheels import build_wheel
+
+ENTRIES = 200_000
+
+
+def many_entries_wheel(directory: Path, entries: int) -> Path:
+    """kernelpkg 2.0 with ``entries`` tiny stored members besides its METADATA, written
+    record by record (zipfile would take seconds for this many)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "kernelpkg-2.0-py3-none-any.whl"
+    members = [(f"kernelpkg/m{i}.py".encode(), b"") for i in range(entries)]
+    members.append((b"kernelpkg-2.0.dist-info/METADATA",
+                    b"Metadata-Version: 2.1\nName: kernelpkg\nVersion: 2.0\n\n"))
+    local, central, offset = bytearray(), bytearray(), 0
+    for name, data in members:
+        crc = zlib.crc32(data)
+        head = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0x800, 0, 0, 0, crc, len(data),
+                           len(data), len(name), 0) + name + data
+        central += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0x800, 0, 0, 0, crc,
+                               len(data), len(data), len(name), 0, 0, 0, 0, 0, offset) + name
+        local += head
+        offset += len(head)
+    count = min(len(members), 0xFFFF)  # what a lying (or zip64-less) writer puts here
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, count, count, len(central), offset, 0)
+    path.write_bytes(bytes(local + central + end))
+    return path
+
+
+@pytest.mark.parametrize("ranges", [True, False], ids=["range", "download"])
+def test_a_wheel_with_too_many_entries_is_refused_with_bounded_memory(
+        index: HostileIndex, tmp_path: Path,  # noqa: F811
+        capsys: pytest.CaptureFixture[str], ranges: bool) -> None:
+    wheels = tmp_path / "wheels"
+    many = many_entries_wheel(wheels, ENTRIES)
+    index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", "1.0", files=V1), many])
+    index.routes[f"/files/{many.name}"].ranges = ranges
+    repo = target(tmp_path / "t" / "repo")  # cli() hashes files beside it: not the wheels
+    argv = ["drift", "--repo", str(repo), "--index-url", index.auth_url,
+            "--cache-dir", str(tmp_path / "cache"), "--from", "1.0", "--to", "2.0"]
+    (code, _out, err), peak = peak_of(cli, argv, capsys)
+    assert peak < 40 << 20, f"peak {peak / 2**20:.0f} MiB"
+    assert code == 2, err
+    one_line_error(err, "kernelpkg-2.0-py3-none-any.whl", "entries", "50000")
+
+
+def test_a_whole_wheel_download_is_streamed_to_disk(
+        index: HostileIndex, tmp_path: Path,  # noqa: F811
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The server ignores Range and the index gives no PEP 658 file: plan reads METADATA
+    from the downloaded wheel without holding its 48 MiB."""
+    wheels = tmp_path / "wheels"
+    big = build_wheel(wheels, "kernelpkg", "2.0", files={"kernelpkg/__init__.py": "x = 1\n"},
+                      padding=48 << 20)
+    index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", "1.0", files=V1), big])
+    index.routes[f"/files/{big.name}"].ranges = False
+    repo = target(tmp_path / "t" / "repo")  # cli() hashes files beside it: not the wheels
+    argv = ["plan", "--repo", str(repo), "--index-url", index.auth_url,
+            "--cache-dir", str(tmp_path / "cache")]
+    (code, out, err), peak = peak_of(cli, argv, capsys)
+    assert code == 0, err
+    assert "2.0" in out
+    assert peak < 24 << 20, f"peak {peak / 2**20:.0f} MiB"
+
+
+def test_a_whole_wheel_whose_sha256_differs_is_refused(
+        index: HostileIndex, tmp_path: Path,  # noqa: F811
+        capsys: pytest.CaptureFixture[str]) -> None:
+    wheels = tmp_path / "wheels"
+    big = build_wheel(wheels, "kernelpkg", "2.0", files={"kernelpkg/__init__.py": "x = 1\n"},
+                      padding=1 << 20)
+    doc = index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", "1.0", files=V1), big])
+    files = doc["files"]
+    assert isinstance(files, list)
+    files[1]["hashes"] = {"sha256": "0" * 64}
+    index.page("kernelpkg", doc)
+    index.routes[f"/files/{big.name}"].ranges = False
+    repo = target(tmp_path / "t" / "repo")  # cli() hashes files beside it: not the wheels
+    code, _out, err = cli(["plan", "--repo", str(repo), "--index-url", index.auth_url,
+                           "--cache-dir", str(tmp_path / "cache")], capsys)
+    assert code == 2
+    one_line_error(err, "kernelpkg-2.0-py3-none-any.whl", "sha256 mismatch")
