@@ -220,3 +220,52 @@ def test_hostile_yank_reason_from_a_real_index(static: StaticIndex, tmp_path: Pa
     assert_inert(dashboard_body(plan, None, None), dashboard_body(benign, None, None))
     assert main(["plan", "--repo", str(repo), "--index-url", static.url, "--no-cache",
                  "--min-release-age", "0"]) == 0  # the terminal shows it too, as text
+
+
+def gate_bodies(words: list[str]) -> list[str]:
+    """The GPU gate's summary.md and bisect's PR comment, built from hostile text where it
+    comes from outside pinbump: test names and failure texts of the run, module and cubin
+    file names inside the wheels the index served, observations, timings' notes."""
+    from bot.core.artifacts import account
+    from bot.core.bisect import BisectResult, Step, StepResult
+    from bot.core.gate_report import GateReport, JUnitSummary, gate_markdown
+    from bot.core.perfstats import Comparison
+
+    names = tuple(f"test_k.py::test_{i}[{x}]" for i, x in enumerate(words))
+    cand = JUnitSummary(tests=len(words) + 1, failures=len(words), errors=0, skipped=1,
+                        failed=names, skip_reasons=tuple(f"k.py:1: {x}" for x in words),
+                        failure_texts=tuple((n, f"AssertionError: {x}")
+                                            for n, x in zip(names, words, strict=True)))
+    # flashinfer-jit-cache ships module ``x``, which was JIT-built instead; flashinfer-cubin
+    # ships cubin ``x``, which was downloaded instead: each a failure naming the file
+    site = [f"flashinfer_jit_cache/jit_cache/{x}/{x}.so" for x in words] + \
+        [f"flashinfer_cubin/cubins/{x}.cubin" for x in words]
+    workspace = [f".cache/flashinfer/0.6.11/90a/cached_ops/{x}/{x}.so" for x in words] + \
+        [f".cache/flashinfer/cubins/{x}.cubin" for x in words]
+    arts = account(["flashinfer-python", "flashinfer-jit-cache", "flashinfer-cubin"], site,
+                   workspace, [])
+    report = GateReport("0.6.8.post1", "0.6.11", "H200", 4.0e12,
+                        junit={"baseline": JUnitSummary(2, 0, 0, 0), "candidate": cand},
+                        observation_diff=[(f"obs.{i}", x, f"{x}!") for i, x in enumerate(words)],
+                        perf=[Comparison(x, 1e-5, 2e-5, 2.0, 1.9, 2.1, 0.05, (5, 5),
+                                         "regression", x) for x in words],
+                        artifacts={"candidate": arts})
+    over_budget = gate_markdown(report, text_budget=10)  # names listed without their text
+    steps = [Step("0.6.9", 1, StepResult("FAIL", (), x)) for x in words]
+    bisect = BisectResult("flashinfer-python", "0.6.8.post1", "0.6.11", ("test_k.py::test_a",),
+                          "0.6.9", "0.6.8.post1", steps, "found", "found: " + " ".join(words))
+    from bot.core.bisect import bisect_markdown
+    return [gate_markdown(report), over_budget, bisect_markdown(bisect)]
+
+
+def test_hostile_text_renders_inert_in_the_gate_summary_and_bisect_comment() -> None:
+    benign = [f"harmless{i} pwned attacker" for i in range(len(HOSTILE))]
+    for hostile_md, benign_md in zip(gate_bodies(HOSTILE), gate_bodies(benign), strict=True):
+        assert_inert(hostile_md, benign_md)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_each_hostile_string_alone_in_the_gate_summary(text: str) -> None:
+    for hostile_md, benign_md in zip(gate_bodies([text, "pwned attacker"]),
+                                     gate_bodies(["harmless", "pwned attacker"]), strict=True):
+        assert_inert(hostile_md, benign_md)

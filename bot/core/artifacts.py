@@ -23,7 +23,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from bot.errors import InputError
-from bot.render.markdown import code_span
+from bot.render.markdown import code_span, escape_text
 
 _NAME = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?$")
 _JIT = re.compile(r"^\.cache/flashinfer/[^/]+/[^/]+/cached_ops/(?P<name>[^/]+)/(?P=name)\.so$")
@@ -156,7 +156,7 @@ class ArtifactReport:
                  f"{len(self.cubins_downloaded)} cubin(s) downloaded."]
         if self.jit_built:
             lines.append("JIT-built: " + ", ".join(code_span(n) for n in self.jit_built[:20]))
-        lines += [f"- **{label}: {f}**" for f in self.failures]
+        lines += [f"- **{label}: {escape_text(f)}**" for f in self.failures]  # file names
         return lines
 
 

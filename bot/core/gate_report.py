@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.core.perfstats import Comparison
-from bot.render.markdown import code_block, escape_html, escape_text
+from bot.render.markdown import code_block, code_span, escape_html, escape_text
 
 FAILURE_LINES = 60  # a failing test's text kept in gate.json and the summary: at most this
 FAILURE_CHARS = 6000  # many lines and characters (a hang's stacks of every rank run long)
@@ -167,7 +167,7 @@ def _failure_details(summary: JUnitSummary, limit: int, budget: int) -> list[str
                  *code_block(texts.get(name, "") or "(no failure text)"), "", "</details>"]
         size = sum(len(x) + 1 for x in block)
         if spent + size > budget:
-            lines += ["", f"- `{name}` (text left out: the summary's size limit; see "
+            lines += ["", f"- {code_span(name)} (text left out: the summary's size limit; see "
                       "gate.json)"]
             continue
         spent += size
@@ -199,7 +199,7 @@ def gate_markdown(report: GateReport, limit: int = 40, text_budget: int = 40_000
         lines += ["", "Behaviour that changed:", "", "| observation | baseline | candidate |",
                   "| --- | --- | --- |"]
         for k, b, c in report.observation_diff[:limit]:
-            lines.append(f"| `{k}` | {_fmt(b)} | {_fmt(c)} |")
+            lines.append(f"| {code_span(k, in_table=True)} | {_fmt(b)} | {_fmt(c)} |")
     if report.perf:
         lines += ["", "| kernel | baseline median | candidate median | ratio | 95% CI | verdict |",
                   "| --- | --- | --- | --- | --- | --- |"]
