@@ -15,13 +15,24 @@ def redact(text: str) -> str:
     return _CREDENTIALS.sub(r"\g<scheme>***@", text)
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """Control characters (a newline in a URL, a file name or a version from outside) shown
+    as escapes: a message stays one line, and no outside text starts a line of its own (a
+    ``::error::`` workflow command in a CI log)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 class PinbumpError(Exception):
-    """Base class. ``exit_code`` is what the CLI returns; 2 means bad input or environment."""
+    """Base class. ``exit_code`` is what the CLI returns; 2 means bad input or environment.
+    The message is made one line, then its credentials are redacted."""
 
     exit_code = 2
 
     def __init__(self, message: str) -> None:
-        super().__init__(redact(message))
+        super().__init__(redact(one_line(message)))
 
 
 class InputError(PinbumpError):

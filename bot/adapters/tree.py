@@ -6,6 +6,7 @@ apply's editors and drift's call-site scan all work on the ``Tree`` it returns.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Mapping
@@ -67,7 +68,11 @@ def read_tree(root: Path) -> Tree:
                         skipped.append((rel, f"over {MAX_BYTES // 2**20} MB "
                                              f"({info.st_size} bytes)"))
                     continue
-                data = path.read_bytes()
+                data = _read_regular(path, info)
+                if data is None:
+                    if file_kind(rel):
+                        skipped.append((rel, "replaced while being read (not followed)"))
+                    continue
             except OSError as exc:
                 if file_kind(rel):
                     skipped.append((rel, f"cannot read ({exc.strerror})"))
@@ -79,6 +84,31 @@ def read_tree(root: Path) -> Tree:
             raw[rel] = data
     return Tree(root=root, raw=raw, text=TextFiles(raw), undecodable=undecodable,
                 skipped=skipped)
+
+
+def _read_regular(path: Path, seen: os.stat_result) -> bytes | None:
+    """The bytes of ``path`` if it is still the regular file ``seen`` (lstat) when opened:
+    a file swapped for a link or a FIFO after the lstat is never followed or waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # it is a link now
+            return None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != \
+                (seen.st_dev, seen.st_ino) or info.st_size > MAX_BYTES:
+            return None
+        chunks = []
+        left = MAX_BYTES + 1  # a file that grew past the cap since: not read whole
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        return None if len(data) > MAX_BYTES else data
+    finally:
+        os.close(fd)
 
 
 def peek_unread(root: Path, paths: list[str]) -> dict[str, str]:
