@@ -107,3 +107,13 @@ def test_package_keys_outside_the_group_are_errors_with_a_did_you_mean(
     with pytest.raises(ConfigError) as err:
         parse_config(raw, "pinbump.toml")
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["x y", "-x", "a:refs/heads/main", "a..b", "k\n::error::x",
+                                  "g" * 41, "a/b", "~"])
+def test_a_group_name_that_cannot_name_a_branch_is_a_config_error(name: str) -> None:
+    """The group names the bot's branch (pinbump/<group>-<version>) and goes into git's argv
+    and refspecs: only plain names are accepted."""
+    with pytest.raises(ConfigError, match="a group name is up to 40 letters") as info:
+        parse_config({"groups": {name: {"lead": "flashinfer-python"}}}, "pinbump.toml")
+    assert str(info.value).count("\n") == 0

@@ -374,6 +374,10 @@ def _groups(k: _Keys, raw: Mapping[str, Any], groups: dict[str, Group]) -> dict[
     for name, table in k.expect("groups", raw.get("groups", {}), dict,
                                 "a table of groups").items():
         key = f"groups.{name}"
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}", name) or ".." in name:
+            raise ConfigError(f"{k.where}: key {k.key(key)!r}: a group name is up to 40 "
+                              "letters, digits, '.', '_' and '-' (it names the bot's branch "
+                              "pinbump/<group>-<version>)")
         k.expect(key, table, dict, "a table with lead, lockstep and companions")
         for sub in table:
             if sub not in GROUP_KEYS:
