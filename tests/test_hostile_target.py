@@ -1,6 +1,6 @@
-"""Text from the target repository (index URLs it declares, file names, symlinks) used as an
-attacker would: never more than one line of error, never an option, a path out of the
-repository or a write through a link."""
+"""Text from the target repository (index URLs it declares, file names, symlinks) and the
+index used as an attacker would: never more than one line of error, never an option, a path
+out of the repository, a read through a link, or an escape sequence on the terminal."""
 
 from __future__ import annotations
 
@@ -82,3 +82,24 @@ def test_a_file_swapped_after_it_was_looked_at_is_not_followed_or_waited_on(
     read = result[0]
     assert "requirements.txt" not in read.raw and "Dockerfile" not in read.raw
     assert {p for p, _ in read.skipped} == {"requirements.txt", "Dockerfile"}
+
+
+def test_no_escape_sequence_from_the_index_or_the_repo_reaches_the_terminal(
+        index: HostileIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A yank reason that sets the window title and clears the screen, and a pin file whose
+    name holds an escape sequence: plan shows both as text, with no ESC byte."""
+    wheels = tmp_path / "wheels"
+    doc = index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", v)
+                                      for v in ("1.0", "2.0", "3.0")])
+    files = doc["files"]
+    assert isinstance(files, list)
+    files[2]["yanked"] = "bad \x1b]0;PWNED\x1b\\ \x1b[2J\x9b2J cleared"
+    index.page("kernelpkg", doc)
+    repo = target(tmp_path / "repo")
+    (repo / "requirements-\x1b[31mred.txt").write_text("kernelpkg==1.0\n")
+    code = main(["plan", "--repo", str(repo), "--index-url", index.url, "--cache-dir",
+                 str(tmp_path / "cache")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "\x1b" not in out and "\x9b" not in out
+    assert "PWNED" in out and "red.txt" in out

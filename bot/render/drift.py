@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import quote
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from bot.core.drift import SEVERITY_ORDER, DriftReport, Finding
@@ -28,6 +27,7 @@ from bot.render.markdown import (
     escape_text,
     link,
 )
+from bot.render.report import escape
 
 SHOWN = ("breaking", "review", "unverifiable")  # one row each; notices are grouped
 

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as markup_escape
 from rich.table import Table
 
 from bot.core.edits import EditSet
 from bot.core.editset import edits_to_dict
 from bot.core.models import Plan
 from bot.render.jsonout import to_json
+
+_TERMINAL_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def escape(text: str) -> str:
+    """Outside text (yank reasons, file names, versions) for the terminal: rich markup
+    escaped, and control characters but the newline shown as escapes, so no escape sequence
+    from an index or a repository reaches the terminal (a window title, a cleared screen,
+    OSC 52 writing the clipboard)."""
+    return markup_escape(_TERMINAL_CONTROL.sub(lambda m: repr(m.group())[1:-1], text))
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
