@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import bot.adapters.tree
 import bot.core.config
 
 
@@ -49,6 +50,12 @@ def count_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
             return real(self, *args, **kwargs)
         return read
 
+    read_regular = bot.adapters.tree._read_regular
+
+    def counting_regular(path: Path, seen: os.stat_result) -> bytes | None:
+        reads.files[str(path.resolve())] += 1  # the tree reader's own read of a file
+        return read_regular(path, seen)
+
     def counting_parse(*args: Any, **kwargs: Any) -> Any:
         reads.config_parses += 1
         return parse_config(*args, **kwargs)
@@ -57,4 +64,5 @@ def count_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
     monkeypatch.setattr(Path, "read_bytes", counted(read_bytes))
     monkeypatch.setattr(Path, "read_text", counted(read_text))
     monkeypatch.setattr(bot.core.config, "parse_config", counting_parse)
+    monkeypatch.setattr(bot.adapters.tree, "_read_regular", counting_regular)
     return reads
