@@ -103,3 +103,28 @@ def test_no_escape_sequence_from_the_index_or_the_repo_reaches_the_terminal(
     assert code == 0
     assert "\x1b" not in out and "\x9b" not in out
     assert "PWNED" in out and "red.txt" in out
+
+
+def test_apply_never_writes_through_a_link_out_of_the_target(
+        index: HostileIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A pin file that is a link to a file outside, and a folder that is a link to a folder
+    outside: apply bumps the target's own pin, leaves both outside files as they were, and
+    lists the linked file and folder as not read."""
+    outside = tmp_path / "outside"
+    (outside / "docker").mkdir(parents=True)
+    (outside / "requirements.txt").write_text("kernelpkg==1.0\n")
+    (outside / "docker" / "requirements.txt").write_text("kernelpkg==1.0\n")
+    before = {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+    repo = target(tmp_path / "repo")
+    (repo / "requirements.txt").symlink_to(outside / "requirements.txt")
+    (repo / "docker").symlink_to(outside / "docker", target_is_directory=True)
+
+    code = main(["apply", "--repo", str(repo), "--index-url", index.url, "--cache-dir",
+                 str(tmp_path / "cache")])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert 'dependencies = ["kernelpkg==2.0"]' in (repo / "pyproject.toml").read_text()
+    assert {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()} == before
+    assert (repo / "requirements.txt").is_symlink() and (repo / "docker").is_symlink()
+    assert "requirements.txt" in captured.out + captured.err
+    assert "docker/: not read (a symbolic link to a folder" in captured.out + captured.err

@@ -52,6 +52,10 @@ def read_tree(root: Path) -> Tree:
         dirnames[:] = sorted(d for d in dirnames if not skipped_dir(d))
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         prefix = "" if rel_dir == "." else rel_dir + "/"
+        for name in dirnames:  # os.walk does not enter them: say so, they may hold pins
+            if os.path.islink(os.path.join(dirpath, name)):
+                skipped.append((prefix + name + "/", "a symbolic link to a folder (not "
+                                                     "followed)"))
         for name in sorted(filenames):
             path = Path(dirpath, name)
             rel = prefix + name
