@@ -93,3 +93,24 @@ def test_a_whole_wheel_whose_sha256_differs_is_refused(
                            "--cache-dir", str(tmp_path / "cache")], capsys)
     assert code == 2
     one_line_error(err, "kernelpkg-2.0-py3-none-any.whl", "sha256 mismatch")
+
+
+def test_a_range_answer_longer_than_the_range_is_refused(
+        index: HostileIndex, tmp_path: Path,  # noqa: F811
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A 206 whose body is the whole 8 MiB wheel instead of the 64 KiB tail asked for is
+    not held: one line naming the file and the size asked for."""
+    from servers import Route
+
+    wheels = tmp_path / "wheels"
+    big = build_wheel(wheels, "kernelpkg", "2.0", files={"kernelpkg/__init__.py": "x = 1\n"},
+                      padding=8 << 20)
+    index.publish("kernelpkg", [build_wheel(wheels, "kernelpkg", "1.0", files=V1), big])
+    data = big.read_bytes()
+    index.routes[f"/files/{big.name}"] = Route(data, status=206, ranges=False, headers={
+        "Content-Range": f"bytes {len(data) - 65536}-{len(data) - 1}/{len(data)}"})
+    repo = target(tmp_path / "t" / "repo")
+    code, _out, err = cli(["plan", "--repo", str(repo), "--index-url", index.auth_url,
+                           "--cache-dir", str(tmp_path / "cache")], capsys)
+    assert code == 2
+    one_line_error(err, big.name, "over 65536 bytes")

@@ -196,8 +196,9 @@ def _read_body(resp: httpx.Response, url: str, max_bytes: int,
         else:
             body.extend(piece)
         if (sink.size if sink is not None else len(body)) > max_bytes:
-            raise IndexError_(f"{redact(url)}: the answer is over {max_bytes // MiB} MiB; "
-                              "refusing to read more")
+            limit = f"{max_bytes // MiB} MiB" if max_bytes >= MiB else f"{max_bytes} bytes"
+            raise IndexError_(f"{redact(url)}: the answer is over {limit} (what was asked "
+                              "for); refusing to read more")
 
     try:
         for raw in resp.iter_raw(CHUNK):
