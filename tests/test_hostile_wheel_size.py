@@ -17,9 +17,11 @@ from wheels import build_wheel
 ENTRIES = 200_000
 
 
-def many_entries_wheel(directory: Path, entries: int) -> Path:
+def many_entries_wheel(directory: Path, entries: int, claimed: int | None = None,
+                       zip64: bool = False) -> Path:
     """kernelpkg 2.0 with ``entries`` tiny stored members besides its METADATA, written
-    record by record (zipfile would take seconds for this many)."""
+    record by record (zipfile would take seconds for this many); the end record claims
+    ``claimed`` entries (default: as many as fit), in a zip64 end record when ``zip64``."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "kernelpkg-2.0-py3-none-any.whl"
     members = [(f"kernelpkg/m{i}.py".encode(), b"") for i in range(entries)]
@@ -34,9 +36,17 @@ def many_entries_wheel(directory: Path, entries: int) -> Path:
                                len(data), len(data), len(name), 0, 0, 0, 0, 0, offset) + name
         local += head
         offset += len(head)
-    count = min(len(members), 0xFFFF)  # what a lying (or zip64-less) writer puts here
-    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, count, count, len(central), offset, 0)
-    path.write_bytes(bytes(local + central + end))
+    count = min(len(members), 0xFFFF) if claimed is None else claimed
+    tail = b""
+    if zip64:
+        at = offset + len(central)
+        tail = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, count, count,
+                           len(central), offset) + \
+            struct.pack("<4sLQL", b"PK\x06\x07", 0, at, 1)
+        count = 0xFFFF
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, min(count, 0xFFFF),
+                      min(count, 0xFFFF), len(central), offset, 0)
+    path.write_bytes(bytes(local + central + tail + end))
     return path
 
 
@@ -114,3 +124,27 @@ def test_a_range_answer_longer_than_the_range_is_refused(
                            "--cache-dir", str(tmp_path / "cache")], capsys)
     assert code == 2
     one_line_error(err, big.name, "over 65536 bytes")
+
+
+@pytest.mark.parametrize(("claimed", "zip64", "shown"), [
+    (1, False, "60001 entries"),  # the end record lies: the directory is counted
+    (60_001, True, "60001 entries"),  # a zip64 end record's count
+    (3, True, "60001 entries"),  # a lying zip64 count
+])
+def test_the_entry_cap_sees_through_the_end_records(
+        tmp_path: Path, claimed: int, zip64: bool, shown: str) -> None:
+    from bot.adapters.lazywheel import SOURCE_LIMITS, is_source, read_members
+    from bot.errors import WheelError
+
+    wheel = many_entries_wheel(tmp_path, 60_000, claimed=claimed, zip64=zip64)
+    with wheel.open("rb") as fh, pytest.raises(WheelError, match=shown):
+        read_members(fh, is_source, SOURCE_LIMITS, wheel.name)
+
+
+def test_a_wheel_under_the_entry_cap_is_read(tmp_path: Path) -> None:
+    from bot.adapters.lazywheel import SOURCE_LIMITS, is_source, read_members
+
+    wheel = many_entries_wheel(tmp_path, 2_000, zip64=True)
+    with wheel.open("rb") as fh:
+        members = read_members(fh, is_source, SOURCE_LIMITS, wheel.name)
+    assert len(members) == 2_000 and members["kernelpkg/m1999.py"] == b""
