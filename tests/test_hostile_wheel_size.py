@@ -18,7 +18,7 @@ ENTRIES = 200_000
 
 
 def many_entries_wheel(directory: Path, entries: int, claimed: int | None = None,
-                       zip64: bool = False) -> Path:
+                       zip64: bool = False, comment: bytes = b"") -> Path:
     """kernelpkg 2.0 with ``entries`` tiny stored members besides its METADATA, written
     record by record (zipfile would take seconds for this many); the end record claims
     ``claimed`` entries (default: as many as fit), in a zip64 end record when ``zip64``."""
@@ -45,7 +45,7 @@ def many_entries_wheel(directory: Path, entries: int, claimed: int | None = None
             struct.pack("<4sLQL", b"PK\x06\x07", 0, at, 1)
         count = 0xFFFF
     end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, min(count, 0xFFFF),
-                      min(count, 0xFFFF), len(central), offset, 0)
+                      min(count, 0xFFFF), len(central), offset, len(comment)) + comment
     path.write_bytes(bytes(local + central + tail + end))
     return path
 
@@ -130,13 +130,15 @@ def test_a_range_answer_longer_than_the_range_is_refused(
     (1, False, "60001 entries"),  # the end record lies: the directory is counted
     (60_001, True, "60001 entries"),  # a zip64 end record's count
     (3, True, "60001 entries"),  # a lying zip64 count
+    (2, None, "60001 entries"),  # the end record pushed out of the 64 KiB tail by a comment
 ])
 def test_the_entry_cap_sees_through_the_end_records(
-        tmp_path: Path, claimed: int, zip64: bool, shown: str) -> None:
+        tmp_path: Path, claimed: int, zip64: bool | None, shown: str) -> None:
     from bot.adapters.lazywheel import SOURCE_LIMITS, is_source, read_members
     from bot.errors import WheelError
 
-    wheel = many_entries_wheel(tmp_path, 60_000, claimed=claimed, zip64=zip64)
+    wheel = many_entries_wheel(tmp_path, 60_000, claimed=claimed, zip64=bool(zip64),
+                               comment=b"c" * 65_000 if zip64 is None else b"")
     with wheel.open("rb") as fh, pytest.raises(WheelError, match=shown):
         read_members(fh, is_source, SOURCE_LIMITS, wheel.name)
 

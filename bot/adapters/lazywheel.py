@@ -263,11 +263,14 @@ def check_directory(fp: BinaryIO, wheel: str) -> None:
     in the directory are counted too. An archive whose end records cannot be read is left
     to zipfile, which says what is wrong."""
     size = fp.seek(0, io.SEEK_END)
-    tail_len = min(size, _EOCD.size + 0xFFFF)
-    fp.seek(size - tail_len)
-    tail = fp.read(tail_len)
-    pos = tail.rfind(b"PK\x05\x06")
-    if pos < 0 or pos + _EOCD.size > len(tail):
+    for window in (TAIL, _EOCD.size + 0xFFFF):  # the tail already held; a long comment
+        tail_len = min(size, window)
+        fp.seek(size - tail_len)
+        tail = fp.read(tail_len)
+        pos = tail.rfind(b"PK\x05\x06")
+        if pos >= 0 and pos + _EOCD.size <= len(tail):
+            break
+    else:
         return
     _, _, _, _, count, cd_size, _, _ = _EOCD.unpack_from(tail, pos)
     end = size - tail_len + pos  # where the directory ends (the end records follow it)
