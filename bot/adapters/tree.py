@@ -57,37 +57,37 @@ def read_tree(root: Path) -> Tree:
                 skipped.append((prefix + name + "/", "a symbolic link to a folder (not "
                                                      "followed)"))
         for name in sorted(filenames):
-            path = Path(dirpath, name)
             rel = prefix + name
-            try:
-                info = os.lstat(path)  # one call: link or not, regular or not, size
-                if stat.S_ISLNK(info.st_mode):
-                    if file_kind(rel):
-                        skipped.append((rel, "a symbolic link (not followed)"))
-                    continue
-                if not stat.S_ISREG(info.st_mode):
-                    continue  # a FIFO or a socket: reading it could block
-                if info.st_size > MAX_BYTES:
-                    if file_kind(rel):
-                        skipped.append((rel, f"over {MAX_BYTES // 2**20} MB "
-                                             f"({info.st_size} bytes)"))
-                    continue
-                data = _read_regular(path, info)
-                if data is None:
-                    if file_kind(rel):
-                        skipped.append((rel, "replaced while being read (not followed)"))
-                    continue
-            except OSError as exc:
-                if file_kind(rel):
-                    skipped.append((rel, f"cannot read ({exc.strerror})"))
+            data, why = _read_file(Path(dirpath, name))
+            if data is None:
+                if why and file_kind(rel):
+                    skipped.append((rel, why))
                 continue
-            why = _why_not_text(data)
-            if why is not None:
-                undecodable[rel] = why
+            not_text = _why_not_text(data)
+            if not_text is not None:
+                undecodable[rel] = not_text
                 continue
             raw[rel] = data
     return Tree(root=root, raw=raw, text=TextFiles(raw), undecodable=undecodable,
                 skipped=skipped)
+
+
+def _read_file(path: Path) -> tuple[bytes | None, str]:
+    """(bytes, "") of a regular file, else (None, why it was not read; "" for a FIFO or a
+    socket, which could hold no pin and whose reading could block)."""
+    try:
+        info = os.lstat(path)  # one call: link or not, regular or not, size
+        if stat.S_ISLNK(info.st_mode):
+            return None, "a symbolic link (not followed)"
+        if not stat.S_ISREG(info.st_mode):
+            return None, ""
+        if info.st_size > MAX_BYTES:
+            return None, f"over {MAX_BYTES // 2**20} MB ({info.st_size} bytes)"
+        data = _read_regular(path, info)
+    except OSError as exc:
+        return None, f"cannot read ({exc.strerror})"
+    return (data, "") if data is not None else (None, "replaced while being read (not "
+                                                      "followed)")
 
 
 def _read_regular(path: Path, seen: os.stat_result) -> bytes | None:
