@@ -130,6 +130,10 @@ def _github_commands(sub: Any) -> None:
     run.add_argument("--gate-report", type=Path, metavar="FILE",
                      help="gate.json of the last GPU gate run: behaviour it saw change becomes "
                           "review findings in the PR body")
+    run.add_argument("--recreate", action="store_true",
+                     help="start the bot branch over even if it has hand edits")
+    run.add_argument("--rebase", action="store_true",
+                     help="rebase the bot branch on the base now, hand edits kept")
     run.set_defaults(handler=cmd_run)
 
     pr_gate = sub.add_parser("gate", help="merge the bot PR when every required check passed "
@@ -341,7 +345,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     result = run_bot(plan_options(args), _github_options(args), args.base,
                      dry_run=args.dry_run, remote=args.remote, out=sys.stderr,
-                     gate_report=read_gate_report(args.gate_report))
+                     gate_report=read_gate_report(args.gate_report),
+                     recreate=args.recreate, rebase=args.rebase)
     if args.print_body or args.dry_run:
         sys.stdout.write(result.body)
     if args.json:

@@ -128,6 +128,7 @@ class State:
     merges: list[dict[str, Any]] = field(default_factory=list)
     workflows: dict[str, int] = field(default_factory=dict)  # file name -> id
     auto_merge_allowed: bool = False
+    required_approvals: int = 0  # branch protection of the base: approving reviews needed
     counter: itertools.count = field(default_factory=lambda: itertools.count(1))
     ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
 
@@ -233,12 +234,35 @@ class GitHubEmulator(ThreadingHTTPServer):
                                  "requested_reviewers": [self.user(r) for r in
                                                          item.get("reviewers", [])]}
         if not simple:
-            extra.update(merged=bool(item.get("merged_at")), mergeable=True,
-                         mergeable_state="clean", merged_by=None, comments=0,
+            mergeable, state = self.merge_state(number)
+            extra.update(merged=bool(item.get("merged_at")), mergeable=mergeable,
+                         mergeable_state=state, merged_by=None, comments=0,
                          review_comments=0, commits=1, additions=1, deletions=1,
                          changed_files=1, maintainer_can_modify=False)
         return self.factory.component("pull-request-simple" if simple else "pull-request",
                                       **{**common, **extra})
+
+    def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "--git-dir", str(self.state.bare), *args],
+                              capture_output=True, text=True)
+
+    def merge_state(self, number: int) -> tuple[bool, str]:
+        """GitHub's mergeable and mergeable_state, computed with real git: dirty on a
+        conflict, behind when the base moved on, blocked while branch protection wants an
+        approving review, else clean."""
+        item = self.state.items[number]
+        head, base = self.head_sha(item["head"]), self.head_sha(item["base"])
+        if item.get("merged_at") or not head or not base:
+            return True, "unknown"
+        if self._git("merge-tree", "--write-tree", base, head).returncode != 0:
+            return False, "dirty"
+        if self._git("merge-base", "--is-ancestor", base, head).returncode != 0:
+            return True, "behind"
+        approvals = {r["user"] for r in item.get("reviews", []) if r["state"] == "APPROVED"
+                     and r["commit_id"] == head}
+        if len(approvals) < self.state.required_approvals:
+            return True, "blocked"
+        return True, "clean"
 
     def pull_node(self, number: int) -> dict[str, Any]:
         item = self.state.items[number]
@@ -462,6 +486,10 @@ def merge_pull(srv, m, q, d):
         return 404, {"message": "Not Found"}, {}
     item = srv.state.items[n]
     head = srv.head_sha(item["head"])
+    mergeable, state = srv.merge_state(n)
+    if not mergeable or state == "blocked":
+        return 405, {"message": "Pull Request is not mergeable",
+                     "documentation_url": "https://docs.github.com/rest"}, {}
     if d.get("sha") and d["sha"] != head:
         return 409, {"message": "Head branch was modified. Review and try the merge again.",
                      "documentation_url": "https://docs.github.com/rest"}, {}

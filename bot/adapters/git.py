@@ -42,10 +42,11 @@ class Git:
         return env
 
     def run(self, *args: str, check: bool = True, cwd: Path | None = None,
-            env: Mapping[str, str] | None = None) -> str:
+            env: Mapping[str, str] | None = None, input: str | None = None) -> str:
         """Run ``git args`` and return its stdout; a failure raises GitError (token-free)."""
         proc = subprocess.run(["git", *args], cwd=cwd or self.cwd, capture_output=True,
-                              text=True, env={**self._env(), **(env or {})}, timeout=600)
+                              text=True, env={**self._env(), **(env or {})}, timeout=600,
+                              input=input)
         if check and proc.returncode != 0:
             detail = " | ".join(line.strip() for line in
                                (proc.stderr.strip() or proc.stdout.strip()).splitlines()

@@ -139,7 +139,8 @@ class GitHub:
                         labels=tuple(label.name for label in pr.labels), url=pr.html_url,
                         author=(raw.get("user") or {}).get("login") or "",
                         head_repo=head_repo.get("full_name") or "",
-                        base_repo=base_repo.get("full_name") or "")
+                        base_repo=base_repo.get("full_name") or "",
+                        mergeable_state=str(raw.get("mergeable_state") or ""))
 
     # -- preflight -------------------------------------------------------------------------
     def preflight(self, workflow: str) -> None:
@@ -212,6 +213,49 @@ class GitHub:
         pulls = self._call("listing pull requests",
                            lambda: list(self.repo.get_pulls(state="open", base=base)))
         return [self._pull(p) for p in pulls if p.head.ref.startswith(head_prefix)]
+
+    def closed_pulls(self, base: str, head_prefix: str) -> list[PullInfo]:
+        """Closed PRs of the bot's branches (the newest 100): a skip is read from them."""
+        _, rows = self._call("listing closed pull requests",
+                             self._gh.requester.requestJsonAndCheck, "GET",
+                             f"/repos/{self._repo_name}/pulls",
+                             {"state": "closed", "base": base, "per_page": 100,
+                              "sort": "updated", "direction": "desc"})
+        out = []
+        for row in rows:
+            ref = (row.get("head") or {}).get("ref") or ""
+            if ref.startswith(head_prefix):
+                out.append(PullInfo(
+                    number=row["number"], head_ref=ref,
+                    head_sha=(row.get("head") or {}).get("sha") or "",
+                    title=row.get("title") or "", body=row.get("body") or "",
+                    state=row.get("state") or "closed", merged=bool(row.get("merged_at")),
+                    labels=tuple(x.get("name", "") for x in row.get("labels") or []),
+                    url=row.get("html_url") or ""))
+        return out
+
+    def comment_at(self, comment_id: int) -> tuple[int, str, str]:
+        """(issue or PR number, author login, body) of one issue comment."""
+        _, row = self._call(f"reading comment {comment_id}",
+                            self._gh.requester.requestJsonAndCheck, "GET",
+                            f"/repos/{self._repo_name}/issues/comments/{comment_id}")
+        number = int(str(row.get("issue_url") or "").rstrip("/").rsplit("/", 1)[-1])
+        return number, (row.get("user") or {}).get("login") or "", row.get("body") or ""
+
+    def permission(self, login: str) -> str:
+        """The repository permission of ``login`` (admin, maintain, write, triage, read,
+        none), as GitHub's collaborator API reports it."""
+        from urllib.parse import quote
+
+        _, row = self._call(f"reading the permission of {login!r}",
+                            self._gh.requester.requestJsonAndCheck, "GET",
+                            f"/repos/{self._repo_name}/collaborators/"
+                            f"{quote(login, safe='')}/permission")
+        return str(row.get("role_name") or row.get("permission") or "none")
+
+    def is_pull(self, number: int) -> bool:
+        issue = self._call(f"reading #{number}", self.repo.get_issue, number)
+        return issue.pull_request is not None
 
     def pull(self, number: int) -> PullInfo:
         return self._pull(self._call(f"reading PR #{number}", self.repo.get_pull, number))
@@ -342,6 +386,7 @@ class GitHubPort(Protocol):
     def edit_issue(self, number: int, body: str) -> None: ...
     def dispatch(self, workflow: str, ref: str, inputs: dict[str, str]) -> None: ...
     def preflight(self, workflow: str) -> None: ...
+    def closed_pulls(self, base: str, head_prefix: str) -> list[PullInfo]: ...
     def checks(self, sha: str) -> list[Check]: ...
     def set_status(self, sha: str, context: str, state: str, target_url: str = "",
                    description: str = "") -> None: ...
@@ -405,6 +450,9 @@ class RecordingGitHub:
 
     def preflight(self, workflow: str) -> None:
         pass
+
+    def closed_pulls(self, base: str, head_prefix: str) -> list[PullInfo]:
+        return []
 
     def dispatch(self, workflow: str, ref: str, inputs: dict[str, str]) -> None:
         self._record("dispatch", workflow, ref, tuple(sorted(inputs.items())))

@@ -9,11 +9,18 @@ nothing, its GitHub is never contacted, and nothing is written into the user's r
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
-from bot.adapters.git import Git, RecordingGit, remote_url, scratch_checkout, url_host
+from bot.adapters.git import (
+    Git,
+    GitError,
+    RecordingGit,
+    remote_url,
+    scratch_checkout,
+    url_host,
+)
 from bot.adapters.github import (
     DEFAULT_API,
     GitHub,
@@ -26,7 +33,15 @@ from bot.commands.apply import apply
 from bot.commands.context import PlanOptions, Services, load_workspace, open_services
 from bot.commands.drift import DriftOutcome, drift, edited_sources
 from bot.commands.plan import plan as make_plan
-from bot.core.botpr import bot_branch, not_bot_reasons
+from bot.core.botpr import CommitAuthor, bot_branch, hand_commits, not_bot_reasons
+from bot.core.chatops import (
+    SUPERSEDED,
+    ignored_versions,
+    marked_versions,
+    newer_target_comment,
+    newer_target_mark,
+    rebase_needed,
+)
 from bot.core.config import STATUS_PREFIX, Policy
 from bot.core.decisions import (
     DashboardAction,
@@ -111,6 +126,8 @@ class RunOptions:
     as_of: str | None = None
     repo: str = ""  # OWNER/NAME on GitHub, for links to the branch's lines
     gate_report: ReviewSource | None = None  # a GPU gate run's observations, for drift
+    recreate: bool = False  # start the bot branch over, hand edits or not
+    rebase: bool = False  # bring the bot branch onto its base now, hand edits kept
 
 
 @dataclass
@@ -127,8 +144,8 @@ class RunResult:
 
 
 def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_run: bool,
-            remote: str = "origin", out: IO[str], gate_report: ReviewSource | None = None
-            ) -> RunResult:
+            remote: str = "origin", out: IO[str], gate_report: ReviewSource | None = None,
+            recreate: bool = False, rebase: bool = False) -> RunResult:
     """The door of ``pinbump run``: services built once, the base checked out once."""
     if plan_opts.channel == "nightly" and not dry_run \
             and not load_workspace(plan_opts.repo, plan_opts.overrides).policy.nightly_prs:
@@ -147,7 +164,8 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
             scratch_checkout(git, url, base) as scratch:
         ws = load_workspace(scratch.cwd, plan_opts.overrides)
         bot = BotServices(services, scratch, github)
-        return bump(ws, bot, RunOptions(base, url, plan_opts.as_of, gh_opts.repo, gate_report))
+        return bump(ws, bot, RunOptions(base, url, plan_opts.as_of, gh_opts.repo, gate_report,
+                                        recreate, rebase))
 
 
 def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
@@ -156,24 +174,80 @@ def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
     bot.git.check_push(opts.url)  # and the remote's
     plan = make_plan(ws, bot.base, opts.as_of)
     prefix = f"pinbump/{ws.group.name}-"
-    if not plan.changes:
-        bot.say(f"nothing to bump: {plan.lead} {plan.lead_current} is the newest complete "
-                "and consistent set")
+    found = bot.github.find_issue(DASHBOARD_TITLE, DASHBOARD_LABEL)
+    ignored = ignored_versions(bot.github.closed_pulls(opts.base, prefix), prefix,
+                               found.body if found else "")
+    view = DashView(ignored=ignored, marks=marked_versions(found.body if found else ""))
+    if not plan.changes or plan.lead_target in ignored:
+        if plan.changes:
+            bot.say(f"{plan.lead} {plan.lead_target} is ignored "
+                    f"({ignored[plan.lead_target]}): nothing to do until a newer version "
+                    "appears")
+        else:
+            bot.say(f"nothing to bump: {plan.lead} {plan.lead_current} is the newest "
+                    "complete and consistent set")
         open_prs = bot.github.open_pulls(opts.base, prefix)
-        dashboard = _dashboard(bot, plan, open_prs[0] if open_prs else None, ws.policy)
-        return RunResult(action="nothing", dashboard=None if bot.dry_run else dashboard)
+        dashboard = _dashboard(bot, plan, open_prs[0] if open_prs else None, ws.policy, view)
+        action = "ignored" if plan.changes else "nothing"
+        return RunResult(action=action, dashboard=None if bot.dry_run else dashboard)
     branch = bot_branch(ws.group.name, plan.lead_target)
+    held = _held_back(ws, bot, plan, opts, branch)
+    if held is not None:
+        view = replace(view, held=(plan.lead_target, held.number))
+        return RunResult(action="held", branch=held.head_ref, pr=held.number,
+                         head_sha=held.head_sha,
+                         dashboard=_dashboard(bot, plan, held, ws.policy, view))
     body, outcome = _body(ws, bot, plan, _blob_url(opts, bot, branch), opts.gate_report)
-    head_sha, pushed = _commit_and_push(bot, plan, opts, branch, outcome)
+    head_sha, pushed = _commit_and_push(bot, plan, opts, branch, outcome, ws.policy)
     result = RunResult(action="unchanged", branch=branch, head_sha=head_sha, pushed=pushed,
                        body=body)
-    _open_or_update(ws, bot, plan, opts, result)
+    _open_or_update(ws, bot, plan, opts, result, view)
     _drift_status(bot, head_sha, outcome.report if outcome else None)
     if bot.dry_run:
         bot.say(f"dry run: would push {branch} and open or update its PR; nothing was "
                 "changed")
         return RunResult(action="dry-run", branch=branch, head_sha=head_sha, body=body)
     return result
+
+
+def _hand_commits(git: Git, url: str, branch: str, base: str) -> tuple[str | None, list[str]]:
+    """(remote head of ``branch``, its commits since the base that the bot did not make),
+    read with git from the remote: the bot's identity is its git author."""
+    remote_sha = git.remote_head(url, branch)
+    if remote_sha is None:
+        return None, []
+    git.run("fetch", "--quiet", "--no-tags", url,
+            f"+refs/heads/{branch}:refs/remotes/bot/{branch}")
+    log = git.run("log", "--format=%H%x00%an%x00%ae%x00%cn%x00%ce",
+                  f"refs/remotes/base/{base}..{remote_sha}")
+    commits = []
+    for line in log.splitlines():
+        sha, an, ae, cn, ce = line.split("\0")
+        commits.append(CommitAuthor(sha, an, ae, None))
+        commits.append(CommitAuthor(sha, cn, ce, None))
+    return remote_sha, sorted({c.sha for c in hand_commits(commits, "")})
+
+
+def _held_back(ws: Workspace, bot: BotServices, plan: Plan, opts: RunOptions, branch: str
+               ) -> PullInfo | None:
+    """An older open bot PR with hand edits holds a newer target back: it is not
+    superseded (its edits would be lost); it gets one comment saying what is available."""
+    if opts.recreate:
+        return None
+    prefix = f"pinbump/{ws.group.name}-"
+    for old in bot.github.open_pulls(opts.base, prefix):
+        if old.head_ref == branch:
+            continue
+        _, hand = _hand_commits(bot.git, opts.url, old.head_ref, opts.base)
+        if not hand:
+            continue
+        mark = newer_target_mark(plan.lead_target)
+        if not any(mark in c for c in bot.github.comments(old.number)):
+            bot.github.comment(old.number, newer_target_comment(plan.lead_target, plan.lead))
+        bot.say(f"#{old.number} ({old.head_ref}) has hand edits: {plan.lead} "
+                f"{plan.lead_target} is held back (/pinbump recreate starts over)")
+        return old
+    return None
 
 
 def _body(ws: Workspace, bot: BotServices, plan: Plan, blob_url: str | None,
@@ -201,44 +275,90 @@ def _blob_url(opts: RunOptions, bot: BotServices, branch: str) -> str | None:
 
 
 def _commit_and_push(bot: BotServices, plan: Plan, opts: RunOptions, branch: str,
-                     outcome: DriftOutcome | None = None) -> tuple[str, bool]:
+                     outcome: DriftOutcome | None, policy: Policy) -> tuple[str, bool]:
     """Commit the applied tree, then the codemod's rewrites in a commit of their own; push
-    unless the remote branch already holds the same tree with as many commits on the same
-    base. Returns (head SHA, whether a new commit was pushed)."""
+    unless the remote branch already holds the same change (on the same base, or on an
+    older one the policy does not rebase from). Hand edits on the branch are never
+    overwritten: without ``recreate`` the branch is left as it is, or, with ``rebase``,
+    replayed onto the base. Returns (head SHA, whether a new commit was pushed)."""
     git = bot.git
     git.run("add", "-A")
     git.run("commit", "--quiet", "--no-verify", "-m", _message(plan))
-    commits = 1
     if outcome is not None and outcome.rewritten:
         write_all(git.cwd, {p: t.encode("utf-8") for p, t in outcome.rewritten.items()},
                   {p: t.encode("utf-8") for p, t in outcome.before.items()})
         git.run("add", "-A")
         git.run("commit", "--quiet", "--no-verify", "-m", codemod_message(plan, outcome))
-        commits = 2
-    new_tree = git.run("rev-parse", "HEAD^{tree}")
-    remote_sha = git.remote_head(opts.url, branch)
-    if remote_sha:
-        git.run("fetch", "--quiet", "--no-tags", opts.url,
-                f"+refs/heads/{branch}:refs/remotes/bot/{branch}")
-        if git.run("rev-parse", f"{remote_sha}^{{tree}}") == new_tree and \
-                git.rev(f"{remote_sha}~{commits}") == git.rev(f"refs/remotes/base/{opts.base}"):
-            return remote_sha, False
     head = git.run("rev-parse", "HEAD")
+    base_ref = f"refs/remotes/base/{opts.base}"
+    remote_sha, hand = _hand_commits(git, opts.url, branch, opts.base)
+    if remote_sha and hand and not opts.recreate:
+        if not opts.rebase:
+            bot.say(f"{branch} has {len(hand)} hand commit(s): left as it is (comment "
+                    "/pinbump rebase or /pinbump recreate to change that)")
+            return remote_sha, False
+        return _rebase_hand_edits(bot, opts, branch, remote_sha)
+    if remote_sha and not opts.recreate:
+        fork = git.run("merge-base", remote_sha, base_ref)
+        behind = fork != git.rev(base_ref)
+        if _same_change(git, fork, remote_sha, base_ref, "HEAD"):
+            state = _mergeable_state(bot, opts, branch) if behind else ""
+            if not (opts.rebase and behind) and \
+                    not rebase_needed(policy.rebase_when, state, behind):
+                return remote_sha, False
     pushed = git.push(opts.url, branch, remote_sha)
     if pushed:
         bot.say(f"pushed {branch} at {head[:12]}")
     return head, pushed
 
 
+def _same_change(git: Git, a0: str, a1: str, b0: str, b1: str) -> bool:
+    """Whether two commits make the same change (git's stable patch id of their diffs)."""
+    def patch_id(x: str, y: str) -> str:
+        diff = git.run("diff", "--no-color", "--full-index", x, y)
+        if not diff:
+            return ""
+        out = git.run("patch-id", "--stable", input=diff + "\n")
+        return out.split()[0] if out else ""
+    return patch_id(a0, a1) == patch_id(b0, b1)
+
+
+def _mergeable_state(bot: BotServices, opts: RunOptions, branch: str) -> str:
+    pulls = [p for p in bot.github.open_pulls(opts.base, branch) if p.head_ref == branch]
+    return bot.github.pull(pulls[0].number).mergeable_state if pulls else ""
+
+
+def _rebase_hand_edits(bot: BotServices, opts: RunOptions, branch: str, remote_sha: str
+                       ) -> tuple[str, bool]:
+    """Replay the branch, hand commits included, onto the base; a conflict leaves the
+    remote untouched and says so."""
+    git = bot.git
+    git.run("checkout", "--quiet", "--detach", remote_sha)
+    try:
+        git.run("rebase", "--quiet", f"refs/remotes/base/{opts.base}")
+    except GitError:
+        git.run("rebase", "--abort", check=False)
+        raise InputError(f"{branch}: its hand edits do not rebase cleanly onto {opts.base}; "
+                         "resolve the conflict by hand, or comment /pinbump recreate to "
+                         "start over (nothing was pushed)") from None
+    head = git.run("rev-parse", "HEAD")
+    if head == remote_sha:
+        return remote_sha, False
+    pushed = git.push(opts.url, branch, remote_sha)
+    if pushed:
+        bot.say(f"rebased {branch} (hand edits kept) onto {opts.base} at {head[:12]}")
+    return head, pushed
+
+
 def _open_or_update(ws: Workspace, bot: BotServices, plan: Plan, opts: RunOptions,
-                    result: RunResult) -> None:
+                    result: RunResult, view: DashView) -> None:
     policy, github = ws.policy, bot.github
     title = pr_title(plan)
     pulls = github.open_pulls(opts.base, f"pinbump/{ws.group.name}-")
     jobs = [f"{STATUS_PREFIX}/{job}" for job in policy.runner_labels]
     missing = undispatched(jobs, github.checks(result.head_sha))
     decision = decide_pr(branch=result.branch, title=title, body=result.body, pulls=pulls,
-                         pushed=result.pushed, labels=policy.labels,
+                         pushed=result.pushed, labels=(*policy.labels, *policy.extra_labels),
                          reviewers=policy.reviewers, undispatched=missing)
     mine = decision.pr
     if mine is None:
@@ -256,8 +376,12 @@ def _open_or_update(ws: Workspace, bot: BotServices, plan: Plan, opts: RunOption
     if decision.labels:
         github.ensure_labels(list(decision.labels))
         github.add_labels(mine.number, list(decision.labels))
+    if result.pushed and policy.ci_comment:
+        github.comment(mine.number, policy.ci_comment)  # the target's CI trigger, per push
     for old in decision.supersede:
         github.comment(old.number, supersede_comment(mine.number, plan.lead, plan.lead_target))
+        github.ensure_labels([SUPERSEDED])
+        github.add_labels(old.number, [SUPERSEDED])  # closed by pinbump: not a skip
         github.edit_pull(old.number, state="closed")
         result.superseded.append(old.number)
         bot.say(f"closed #{old.number} ({old.head_ref}): superseded by #{mine.number}")
@@ -274,7 +398,7 @@ def _open_or_update(ws: Workspace, bot: BotServices, plan: Plan, opts: RunOption
         result.dispatched = True
         bot.say(f"dispatched {policy.gate_workflow} for #{mine.number} at "
                 f"{result.head_sha[:12]}")
-    result.dashboard = _dashboard(bot, plan, github.pull(mine.number), policy)
+    result.dashboard = _dashboard(bot, plan, github.pull(mine.number), policy, view)
 
 
 def codemod_message(plan: Plan, outcome: DriftOutcome) -> str:
@@ -317,12 +441,24 @@ def _message(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def _dashboard(bot: BotServices, plan: Plan, pr: PullInfo | None, policy: Policy) -> int:
+@dataclass(frozen=True)
+class DashView:
+    """What the dashboard shows besides the plan: ignored versions, a held-back target."""
+
+    ignored: dict[str, str] = field(default_factory=dict)
+    marks: list[str] = field(default_factory=list)  # versions ignored by command
+    held: tuple[str, int] | None = None  # (target, PR with hand edits)
+
+
+def _dashboard(bot: BotServices, plan: Plan, pr: PullInfo | None, policy: Policy,
+               view: DashView | None = None) -> int:
     github = bot.github
+    view = view or DashView()
     state = None
     if pr is not None:
         state = decide(required_checks(policy), github.checks(pr.head_sha)).state
-    body = dashboard_body(plan, pr.url if pr else None, state)
+    body = dashboard_body(plan, pr.url if pr else None, state, ignored=view.ignored,
+                          marks=view.marks, held=view.held)
     found = github.find_issue(DASHBOARD_TITLE, DASHBOARD_LABEL)
     action = decide_dashboard(found, body)
     if action == DashboardAction.CREATE or found is None:

@@ -25,6 +25,7 @@ DEFAULT_RUNNERS: dict[str, tuple[str, ...]] = {
 }
 STATUS_PREFIX = "pinbump/gpu-gate"  # commit status context of each GPU job: prefix/<job>
 MERGE_METHODS = ("merge", "squash", "rebase")
+REBASE_WHEN = ("conflicted", "behind", "never")
 PLATFORMS = ("linux-x86_64", "linux-aarch64")  # GB200/GB300 and DGX Spark are aarch64
 KNOWN_PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
 
@@ -75,6 +76,9 @@ class Policy:
     gate_min_tests: Mapping[str, int] = field(default_factory=dict)  # job -> executed tests
     merge_method: str = "squash"
     bot_login: str | None = None  # who opens the bot PRs; default: the token's identity
+    rebase_when: str = "conflicted"  # conflicted | behind | never
+    ci_comment: str | None = None  # posted after each push, e.g. "/tag-and-rerun-ci"
+    extra_labels: tuple[str, ...] = ()  # added to the bot PR besides `labels`
     platforms: tuple[str, ...] = PLATFORMS
     cuda_variants: tuple[str, ...] = ()  # default: the target's Dockerfiles, else built-in
     files: tuple[str, ...] = ()  # more globs discovery reads
@@ -313,6 +317,20 @@ def _merge_method(k: _Keys, key: str, value: Any) -> str:
     return str(method)
 
 
+def _rebase_when(k: _Keys, key: str, value: Any) -> str:
+    when = k.expect(key, value, str, "conflicted, behind or never")
+    if when not in REBASE_WHEN:
+        raise k.error(key, f" must be one of {', '.join(REBASE_WHEN)}, got {when!r}")
+    return str(when)
+
+
+def _ci_comment(k: _Keys, key: str, value: Any) -> str:
+    text = k.expect(key, value, str, "a comment such as '/tag-and-rerun-ci'")
+    if not text.strip() or len(text) > 1000:
+        raise k.error(key, " must be 1 to 1000 characters")
+    return str(text)
+
+
 def _gate_min_tests(k: _Keys, key: str, value: Any) -> dict[str, int]:
     table = k.expect(key, value, dict, "a table job = number")
     minimums: dict[str, int] = {}
@@ -361,6 +379,9 @@ CONFIG_KEYS: dict[str, tuple[str, _Reader]] = {
     "gate-workflow": ("gate_workflow", _text("a workflow file name")),
     "bot-login": ("bot_login", _text("a GitHub login such as 'github-actions[bot]'")),
     "merge-method": ("merge_method", _merge_method),
+    "rebase-when": ("rebase_when", _rebase_when),
+    "ci-comment": ("ci_comment", _ci_comment),
+    "extra-labels": ("extra_labels", _strings("an array of label names")),
     "gate-min-tests": ("gate_min_tests", _gate_min_tests),
     "runner-labels": ("runner_labels", _runner_labels),
 }

@@ -163,6 +163,7 @@ class PullInfo:
     head_repo: str = ""  # OWNER/NAME of the head branch's repository ("" when it is gone)
     base_repo: str = ""
     base_ref: str = ""
+    mergeable_state: str = ""  # GitHub's: clean, dirty, behind, blocked, unstable, unknown...
 
 
 @dataclass(frozen=True)

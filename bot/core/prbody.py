@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from bot.core.chatops import checkbox_lines, ignored_marks
 from bot.core.decisions import GateDecision, failure_mark
 from bot.core.drift import DriftReport
 from bot.core.edits import EditSet
@@ -128,8 +129,11 @@ def pr_body(plan: Plan, edits: EditSet, drift: DriftReport | None, gate: GateInf
     rerun = code_span(f"gh workflow run {gate.workflow} -f pr=<this PR> -f sha=<head SHA>")
     out += ["", f"Re-run the gate: {rerun}, or re-run the failed jobs from the Actions tab. "
             "Maintainers can also add the `gpu-gate` label.", "",
-            "<sub>Opened by pinbump. Edits to this branch are overwritten on the next run; "
-            "close the PR to skip this version.</sub>"]
+            "<sub>Opened by pinbump. Hand edits to this branch are kept: pinbump then stops "
+            "updating it (comment `/pinbump recreate` to start over, `/pinbump rebase` to "
+            "rebase it). Close the PR to skip this version (`/pinbump unignore` undoes it). "
+            "Commands: `/pinbump rebase`, `recreate`, `ignore this version`, `unignore`, "
+            "`gate`, `explain`.</sub>"]
     return fit("\n".join(out) + "\n")
 
 
@@ -165,7 +169,8 @@ DASHBOARD_TITLE = "pinbump: dependency dashboard"
 
 
 def dashboard_body(plan: Plan | None, pr_url: str | None, gate_state: str | None,
-                   limit: int = 30) -> str:
+                   limit: int = 30, *, ignored: Mapping[str, str] | None = None,
+                   marks: Sequence[str] = (), held: tuple[str, int] | None = None) -> str:
     out = ["This issue lists pending updates of the GPU-kernel stack; pinbump keeps it current.",
            ""]
     if plan is None or not plan.changes:
@@ -178,6 +183,15 @@ def dashboard_body(plan: Plan | None, pr_url: str | None, gate_state: str | None
     if pr_url:
         out += ["", f"Open bot PR: {bare_url(pr_url)} — GPU gate: "
                 f"**{escape_text(gate_state or 'pending')}**"]
+    if held is not None:
+        out += ["", f"**Held back:** {escape_text(held[0])} is available, but #{held[1]} has "
+                "hand edits; comment `/pinbump recreate` on it to start over from the new "
+                "target, or `/pinbump rebase` to keep the edits on the current one."]
+    if ignored:
+        out += ["", "### Ignored versions", ""]
+        out += [f"- {code_span(v)}: {how}" for v, how in sorted(ignored.items())]  # ours
+    out += ["", "### Actions", "", *checkbox_lines()]
+    out += ignored_marks(marks)
     if plan is not None and plan.rejected:
         out += ["", "### Rejected versions", ""]
         out += _capped([_rejection(r) for r in plan.rejected], limit, "rejections")

@@ -1,0 +1,145 @@
+"""The bot PR as maintainers expect it (issue 16): hand edits survive, a closed PR skips its
+version, the branch is rebased by the repository's policy. Against the GitHub emulator, a
+real bare remote and a real pypiserver."""
+
+from __future__ import annotations
+
+import pytest
+from test_run_gate import (  # noqa: F401 (fixtures)
+    FP4_NEW,
+    TOKEN,
+    WS_NEW,
+    World,
+    api,
+    git,
+    last_json,
+    publish,
+    push_branch,
+    world,
+)
+
+HUMAN = "ghp_maintainer_token_00000000000000"
+
+
+def hand_commit(world: World, branch: str) -> str:
+    return push_branch(world, branch, "Dev", "dev@example.invalid", start=branch,
+                       files={"HANDFIX.md": "a maintainer's fix\n"})
+
+
+def test_hand_commit_survives_rerun(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    first = last_json(capsys.readouterr().out)
+    fixed = hand_commit(world, first["branch"])
+    for _ in range(2):
+        assert world.run() == 0
+        again = last_json(capsys.readouterr().out)
+        assert again["pr"] == first["pr"] and not again["pushed"]
+        assert git(world.bare, "rev-parse", f"refs/heads/{first['branch']}") == fixed
+    assert world.emu.state.items[first["pr"]]["state"] == "open"
+
+
+def test_newer_target_with_hand_edits_is_held_back_and_commented_once(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    first = last_json(capsys.readouterr().out)
+    fixed = hand_commit(world, first["branch"])
+    publish(world.pypi, "0.6.12", FP4_NEW, WS_NEW)
+    for _ in range(2):
+        assert world.run() == 0
+        held = last_json(capsys.readouterr().out)
+        assert held["action"] == "held" and held["pr"] == first["pr"]
+    assert git(world.bare, "rev-parse", f"refs/heads/{first['branch']}") == fixed
+    assert "pinbump/flashinfer-0.6.12" not in git(world.bare, "branch", "--list")
+    notes = [c["body"] for c in world.emu.state.comments.get(first["pr"], [])
+             if "new target" in c["body"]]
+    assert len(notes) == 1 and "`flashinfer-python` 0.6.12, is available" in notes[0]
+    assert "/pinbump recreate" in notes[0]
+    assert world.emu.state.items[first["pr"]]["state"] == "open"
+    dashboard = world.emu.state.items[held["dashboard"]]["body"]
+    assert "**Held back:** 0.6.12 is available, but #1 has hand edits" in dashboard
+    assert world.run("--recreate") == 0  # what `/pinbump recreate` runs
+    fresh = last_json(capsys.readouterr().out)
+    assert fresh["action"] == "opened" and fresh["superseded"] == [first["pr"]]
+
+
+def test_close_skips_the_version_until_a_newer_target(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    first = last_json(capsys.readouterr().out)
+    world.emu.add_account(HUMAN, "maintainer")
+    api(world, "PATCH", f"/pulls/{first['pr']}", HUMAN, state="closed")
+    assert world.run() == 0
+    captured = capsys.readouterr()
+    skipped = last_json(captured.out)
+    assert skipped["action"] == "ignored" and skipped["pr"] is None
+    assert "flashinfer-python 0.6.11 is ignored (#1 was closed without merging" in \
+        captured.err
+    prs = [n for n, i in world.emu.state.items.items() if i["pr"]]
+    assert prs == [first["pr"]] and world.emu.state.items[first["pr"]]["state"] == "closed"
+    dashboard = world.emu.state.items[skipped["dashboard"]]["body"]
+    assert "### Ignored versions" in dashboard and "`0.6.11`: #1 was closed without " \
+        "merging: comment `/pinbump unignore` on it to undo" in dashboard
+    publish(world.pypi, "0.6.12", FP4_NEW, WS_NEW)
+    assert world.run() == 0
+    newer = last_json(capsys.readouterr().out)
+    assert newer["action"] == "opened" and newer["branch"] == "pinbump/flashinfer-0.6.12"
+
+
+def test_a_superseded_pr_is_not_a_skip(world: World,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    publish(world.pypi, "0.6.12", FP4_NEW, WS_NEW)
+    assert world.run() == 0
+    second = last_json(capsys.readouterr().out)
+    assert "pinbump-superseded" in world.emu.state.items[1]["labels"]
+    dashboard = world.emu.state.items[second["dashboard"]]["body"]
+    assert "Ignored versions" not in dashboard
+
+
+def test_behind_base_is_rebased_only_when_the_policy_says(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    first = last_json(capsys.readouterr().out)
+    push_branch(world, "main", "dev", "dev@example.invalid",
+                files={"README.md": "unrelated change on the base\n"})
+    assert world.run() == 0  # conflicted (the default): behind but clean, left alone
+    assert not last_json(capsys.readouterr().out)["pushed"]
+    assert git(world.bare, "rev-parse", f"refs/heads/{first['branch']}") == first["head_sha"]
+    config = (world.checkout / "pinbump.toml").read_text()
+    push_branch(world, "main", "dev", "dev@example.invalid",
+                files={"pinbump.toml": 'rebase-when = "behind"\n' + config})
+    assert world.run() == 0
+    moved = last_json(capsys.readouterr().out)
+    assert moved["pushed"]
+    main = git(world.bare, "rev-parse", "main")
+    assert git(world.bare, "rev-parse", f"{first['branch']}^") == main
+
+
+def test_conflicted_base_is_rebased(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    first = last_json(capsys.readouterr().out)
+    pyproject = (world.checkout / "python" / "pyproject.toml")
+    git(world.checkout, "fetch", "--quiet", "origin", "main")
+    git(world.checkout, "checkout", "--quiet", "--detach", "FETCH_HEAD")
+    text = pyproject.read_text().replace("# keep it aligned", "# keep it ALIGNED")
+    push_branch(world, "main", "dev", "dev@example.invalid",
+                files={"python/pyproject.toml": text})
+    assert world.emu.merge_state(first["pr"]) == (False, "dirty")
+    assert world.run() == 0
+    assert last_json(capsys.readouterr().out)["pushed"]
+    assert world.emu.merge_state(first["pr"])[1] == "clean"
+
+
+def test_rebase_keeps_hand_edits(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    assert world.run() == 0
+    first = last_json(capsys.readouterr().out)
+    hand_commit(world, first["branch"])
+    push_branch(world, "main", "dev", "dev@example.invalid",
+                files={"README.md": "unrelated change on the base\n"})
+    assert world.run("--rebase") == 0  # what `/pinbump rebase` runs
+    assert last_json(capsys.readouterr().out)["pushed"]
+    branch = first["branch"]
+    assert git(world.bare, "merge-base", "--is-ancestor", "main", branch) == ""
+    assert "HANDFIX.md" in git(world.bare, "ls-tree", "--name-only", branch)
+    authors = git(world.bare, "log", "--format=%an", f"main..{branch}").splitlines()
+    assert authors == ["Dev", "pinbump[bot]"]
