@@ -5,9 +5,8 @@ real bare remote and a real pypiserver."""
 from __future__ import annotations
 
 import pytest
-from test_run_gate import (  # noqa: F401 (fixtures)
+from test_run_gate import (
     FP4_NEW,
-    TOKEN,
     WS_NEW,
     World,
     api,
@@ -15,10 +14,11 @@ from test_run_gate import (  # noqa: F401 (fixtures)
     last_json,
     publish,
     push_branch,
-    world,
+    worlds,
 )
 
 HUMAN = "ghp_maintainer_token_00000000000000"
+world = pytest.fixture(worlds, name="world")
 
 
 def hand_commit(world: World, branch: str) -> str:

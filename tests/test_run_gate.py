@@ -131,8 +131,8 @@ class World:
         self.emu.server_close()
 
 
-@pytest.fixture
-def world(tmp_path: Path, pypi: PypiServer, monkeypatch: pytest.MonkeyPatch):
+def worlds(tmp_path: Path, pypi: PypiServer, monkeypatch: pytest.MonkeyPatch):
+    """A World with 0.6.8.post1 pinned and 0.6.11 published; its emulator saw no violation."""
     publish(pypi, "0.6.8.post1", FP4_OLD, WS_OLD)
     publish(pypi, "0.6.11", FP4_NEW, WS_NEW)
     for v in ("4.4.2", "4.5.0"):
@@ -143,6 +143,9 @@ def world(tmp_path: Path, pypi: PypiServer, monkeypatch: pytest.MonkeyPatch):
     yield w
     w.close()
     assert w.emu.violations == [], "\n".join(w.emu.violations)
+
+
+world = pytest.fixture(worlds, name="world")
 
 
 @pytest.fixture
