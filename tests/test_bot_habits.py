@@ -112,7 +112,7 @@ def test_behind_base_is_rebased_only_when_the_policy_says(
     moved = last_json(capsys.readouterr().out)
     assert moved["pushed"]
     main = git(world.bare, "rev-parse", "main")
-    assert git(world.bare, "rev-parse", f"{first['branch']}^") == main
+    assert git(world.bare, "merge-base", "main", first["branch"]) == main
 
 
 def test_conflicted_base_is_rebased(world: World, capsys: pytest.CaptureFixture[str]) -> None:
@@ -142,4 +142,4 @@ def test_rebase_keeps_hand_edits(world: World, capsys: pytest.CaptureFixture[str
     assert git(world.bare, "merge-base", "--is-ancestor", "main", branch) == ""
     assert "HANDFIX.md" in git(world.bare, "ls-tree", "--name-only", branch)
     authors = git(world.bare, "log", "--format=%an", f"main..{branch}").splitlines()
-    assert authors == ["Dev", "pinbump[bot]"]
+    assert authors[0] == "Dev" and set(authors[1:]) == {"pinbump[bot]"}
