@@ -15,7 +15,6 @@ from typing import IO
 
 from bot.adapters.git import (
     Git,
-    GitError,
     RecordingGit,
     remote_url,
     scratch_checkout,
@@ -67,7 +66,7 @@ from bot.core.prbody import (
     pr_title,
 )
 from bot.core.workspace import Workspace
-from bot.errors import InputError, PinbumpError
+from bot.errors import GitError, InputError, PinbumpError
 
 GATE_INPUTS = ("pr", "sha")  # the inputs of the gate workflow's workflow_dispatch
 DRIFT_STATUS = "pinbump/drift"  # failure while a breaking call remains; the gate requires it
