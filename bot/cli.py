@@ -147,6 +147,19 @@ def _github_commands(sub: Any) -> None:
     pr_gate.add_argument("--reports", type=Path, metavar="DIR",
                          help="downloaded gpu-gate-<job> artifacts; their summaries go into "
                               "the failure comment")
+    command = sub.add_parser("command", help="run a maintainer's /pinbump command: a PR "
+                                              "comment, or the boxes ticked on the dashboard")
+    add_plan_options(command)
+    add_github_options(command)
+    command.add_argument("--base", default="main", help="base branch (default: main)")
+    command.add_argument("--remote", default="origin", help="git remote to push to")
+    which = command.add_mutually_exclusive_group(required=True)
+    which.add_argument("--comment-id", type=int, help="the issue comment holding the command")
+    which.add_argument("--dashboard", action="store_true",
+                       help="run the commands ticked on the dashboard issue")
+    command.add_argument("--sender", help="with --dashboard: who ticked the boxes")
+    command.set_defaults(handler=cmd_command)
+
     pr_gate.add_argument("--json", action="store_true",
                          help="print the gate's state and checks as JSON")
     pr_gate.set_defaults(handler=cmd_gate)
@@ -374,6 +387,22 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result.as_dict(args.pr))
     return result.exit_code
+
+
+def cmd_command(args: argparse.Namespace) -> int:
+    from bot.commands.chatops import Context, run_comment, run_dashboard
+
+    ctx = Context(plan_options(args), _github_options(args), args.base, args.remote,
+                  sys.stderr)
+    if args.dashboard:
+        if not args.sender:
+            raise InputError("--dashboard needs --sender LOGIN (who ticked the boxes)")
+        results = run_dashboard(ctx, args.sender)
+    else:
+        results = [run_comment(ctx, args.comment_id)]
+    if args.json:
+        _print_json([r.as_dict() for r in results])
+    return 0
 
 
 def cmd_gpu_report(args: argparse.Namespace) -> int:

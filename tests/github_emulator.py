@@ -531,7 +531,9 @@ def create_comment(srv, m, q, d):
         return 404, {"message": "Not Found"}, {}
     s = srv.state
     comment = srv.factory.component(
-        "issue-comment", id=next(s.ids), body=d["body"], user=srv.user(),
+        "issue-comment", id=next(s.ids), body=d["body"], user=srv.user(srv.caller.login),
+        author_association="COLLABORATOR" if srv.caller.permission in ("admin", "maintain",
+                                                                        "write") else "NONE",
         url=f"{srv.url}/repos/{s.owner}/{s.name}/issues/comments/1",
         html_url=f"https://github.com/{s.owner}/{s.name}/issues/{n}#issuecomment",
         issue_url=f"{srv.url}/repos/{s.owner}/{s.name}/issues/{n}")
@@ -647,6 +649,25 @@ def create_status(srv, m, q, d):
     return 201, obj, {}
 
 
+def get_comment(srv, m, q, d):
+    cid = int(m.group(1))
+    for comments in srv.state.comments.values():
+        for c in comments:
+            if c["id"] == cid:
+                return 200, c, {}
+    return 404, {"message": "Not Found"}, {}
+
+
+def collaborator_permission(srv, m, q, d):
+    login = m.group(1)
+    role = next((a.permission for a in srv.accounts.values() if a.login == login), "none")
+    legacy = {"maintain": "write", "triage": "read"}.get(role, role)
+    obj = srv.factory.component("repository-collaborator-permission", permission=legacy,
+                                role_name=role)
+    obj["user"] = None
+    return 200, obj, {}
+
+
 def get_user(srv, m, q, d):
     me = srv.caller
     if me.installation:
@@ -739,6 +760,8 @@ TOP_ROUTES: list[tuple[str, str, Handler]] = [
 
 ROUTES: list[tuple[str, str, Handler]] = [
     (r"/pulls/(\d+)/commits", "GET", pull_commits),
+    (r"/issues/comments/(\d+)", "GET", get_comment),
+    (r"/collaborators/([^/]+)/permission", "GET", collaborator_permission),
     ("", "GET", get_repo),
     ("/pulls", "GET", list_pulls),
     ("/pulls", "POST", create_pull),

@@ -46,9 +46,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 def test_there_are_workflows(installed: list[Path]) -> None:
-    assert [p.name for p in SHIPPED] == ["pinbump-bump.yml", "pinbump-gpu-gate.yml"]
+    assert [p.name for p in SHIPPED] == ["pinbump-bump.yml", "pinbump-commands.yml",
+                                         "pinbump-gpu-gate.yml"]
     assert [p.name for p in OWN] == ["ci.yml"]
-    assert [p.name for p in installed] == ["pinbump-bump.yml", "pinbump-gpu-gate.yml"]
+    assert [p.name for p in installed] == [p.name for p in SHIPPED]
 
 
 def test_actionlint_reports_nothing(installed: list[Path]) -> None:
@@ -99,7 +100,7 @@ def test_conventions(path: Path) -> None:
                 "no expressions inside scripts (template injection): pass them through env"
 
 
-SAMPLES = {"state": "success", "PR": "7"}  # shell variables whose values must parse
+SAMPLES = {"state": "success", "PR": "7", "COMMENT_ID": "123"}  # shell variables whose values must parse
 
 
 def _sample(m: re.Match[str]) -> str:
@@ -171,7 +172,7 @@ def _gpu_jobs(doc: dict) -> dict[str, dict]:
 @pytest.mark.parametrize("which", ["shipped", "installed"])
 def test_gpu_jobs_hold_no_token_that_can_write_statuses(installed: list[Path], which: str
                                                        ) -> None:
-    path = ROOT / "workflows" / "pinbump-gpu-gate.yml" if which == "shipped" else installed[1]
+    path = ROOT / "workflows" / "pinbump-gpu-gate.yml" if which == "shipped" else installed[2]
     doc = load(path)
     gpu = _gpu_jobs(doc)
     assert gpu, "the gate has GPU jobs"
@@ -196,7 +197,7 @@ def test_no_tool_runs_from_the_pr_checkout(installed: list[Path], which: str) ->
     """No step of the gate runs with the PR checkout as working directory or first on
     sys.path: every script runs in runner.temp, Python with -I, pip only as `python -I -m
     pip`, no relative path; every checkout goes to a folder of its own."""
-    path = ROOT / "workflows" / "pinbump-gpu-gate.yml" if which == "shipped" else installed[1]
+    path = ROOT / "workflows" / "pinbump-gpu-gate.yml" if which == "shipped" else installed[2]
     doc = load(path)
     for name, job in doc["jobs"].items():
         for step in job["steps"]:
@@ -261,7 +262,7 @@ def test_install_never_writes_through_a_symlink(tmp_path: Path, link: str,
 
 def test_install_writes_settings_and_is_idempotent(installed: list[Path],
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    gate = load(installed[1])
+    gate = load(installed[2])
     rows = gate["jobs"]["gpu"]["strategy"]["matrix"]["include"]
     assert rows == [{"job": "h100", "labels": ["self-hosted", "linux", "gpu", "h100"]},
                     {"job": "b200x8", "labels": ["self-hosted", "linux", "gpu", "b200",
@@ -306,12 +307,10 @@ def test_install_workflows_speaks_json(tmp_path: Path,
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out == {"dry_run": False, "runner_labels": {"h100": ["self-hosted", "gpu"]},
-                   "files": [{"path": ".github/workflows/pinbump-bump.yml", "changed": True},
-                             {"path": ".github/workflows/pinbump-gpu-gate.yml",
-                              "changed": True}]}
+                   "files": [{"path": f".github/workflows/{p.name}", "changed": True}
+                             for p in SHIPPED]}
     assert main(argv) == 0
-    assert [f["changed"] for f in json.loads(capsys.readouterr().out)["files"]] == [False,
-                                                                                     False]
+    assert not any(f["changed"] for f in json.loads(capsys.readouterr().out)["files"])
 
 
 def test_every_command_but_gpu_gate_has_json() -> None:
@@ -320,3 +319,16 @@ def test_every_command_but_gpu_gate_has_json() -> None:
     lacking = [name for name, p in sub.choices.items()
                if not any("--json" in a.option_strings for a in p._actions)]
     assert lacking == ["gpu-gate"]  # gpu-gate writes gate.json to --out instead
+
+
+def test_commands_workflow_runs_pinbump_command_on_comments_and_dashboard_edits() -> None:
+    doc = load(ROOT / "workflows" / "pinbump-commands.yml")
+    assert set(doc["on"]) == {"issue_comment", "issues"}
+    job = doc["jobs"]["command"]
+    assert "startsWith(github.event.comment.body, '/pinbump ')" in " ".join(job["if"].split())
+    calls = [" ".join(c) for c in _invocations(doc)]
+    assert any("--comment-id" in c for c in calls) and any("--dashboard" in c for c in calls)
+    checkouts = [s for s in job["steps"] if "checkout" in s.get("uses", "")]
+    assert all("ref" not in s["with"] for s in checkouts[:1]), "the default branch, not a PR"
+    assert doc["concurrency"]["group"] == load(ROOT / "workflows" /
+                                               "pinbump-bump.yml")["concurrency"]["group"]

@@ -19,7 +19,7 @@ from bot.adapters.shipped import shipped_dir
 from bot.adapters.writer import write_all
 from bot.errors import InputError
 
-WORKFLOWS = ("pinbump-bump.yml", "pinbump-gpu-gate.yml")
+WORKFLOWS = ("pinbump-bump.yml", "pinbump-commands.yml", "pinbump-gpu-gate.yml")
 
 
 def workflows_dir() -> Path:

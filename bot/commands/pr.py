@@ -167,6 +167,19 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
                                         recreate, rebase))
 
 
+def plan_only(plan_opts: PlanOptions, base: str, remote: str, out: IO[str],
+              token: str | None) -> Plan:
+    """The plan ``run`` would make, from a scratch checkout of the remote base
+    (``/pinbump explain``)."""
+    root = plan_opts.repo
+    url = remote_url(Git(root), remote)
+    git = Git(root, token, host=url_host(url))
+    with open_services(plan_opts, out=out) as services, \
+            scratch_checkout(git, url, base) as scratch:
+        ws = load_workspace(scratch.cwd, plan_opts.overrides)
+        return make_plan(ws, services, plan_opts.as_of)
+
+
 def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
     """Plan, apply, drift; commit and push the bot branch; open or update the PR."""
     bot.github.preflight(ws.policy.gate_workflow)  # before the first write, GitHub's

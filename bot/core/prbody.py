@@ -168,6 +168,25 @@ def failure_comment(sha: str, decision: GateDecision,
 DASHBOARD_TITLE = "pinbump: dependency dashboard"
 
 
+def explain_markdown(plan: Plan, limit: int = 30) -> str:
+    """The answer to ``/pinbump explain``: why each package moves (or not), and why every
+    newer version was rejected."""
+    out = [f"**Why `{plan.group}` moves as it does** (lead {code_span(plan.lead)} "
+           f"{escape_text(plan.lead_current)}" + (f" → {escape_text(plan.lead_target)})"
+                                                   if plan.changes else ")"), ""]
+    if not plan.changes:
+        out.append("Nothing to bump: the current set is the newest complete and consistent "
+                   "one.")
+    out += [f"- {code_span(c.package)} {code_span(c.specifier_before)} → "
+            f"{code_span(c.specifier_after)}: {escape_message(c.reason)}" for c in plan.changes]
+    out += [f"- {code_span(p)} {code_span(spec)} unchanged: {escape_message(why)}"
+            for p, spec, why in plan.unchanged]
+    if plan.rejected:
+        out += ["", "Rejected versions:", ""]
+        out += _capped([_rejection(r) for r in plan.rejected], limit, "rejections")
+    return fit("\n".join(out) + "\n")
+
+
 def dashboard_body(plan: Plan | None, pr_url: str | None, gate_state: str | None,
                    limit: int = 30, *, ignored: Mapping[str, str] | None = None,
                    marks: Sequence[str] = (), held: tuple[str, int] | None = None) -> str:

@@ -41,6 +41,7 @@ OPERATIONS = [
     ("post", "/repos/{owner}/{repo}/check-runs"),
     ("post", "/repos/{owner}/{repo}/statuses/{sha}"),
     ("get", "/user"),
+    ("get", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/commits"),
     ("get", "/repos/{owner}/{repo}/collaborators/{username}/permission"),
     ("get", "/repos/{owner}/{repo}/releases"),

@@ -1,0 +1,160 @@
+"""pinbump command: what a maintainer asks in a PR comment (``/pinbump rebase``...) or by
+ticking a box of the dashboard issue (issue 16, item 5).
+
+Only people GitHub reports with write access (admin, maintain or write, read through the
+collaborator API, not from the comment's own ``author_association``) may command; anyone else
+gets one polite refusal per issue. The commands that change the branch run ``pinbump run``
+with the matching option; the others are a single API call each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import IO
+
+from bot.commands.context import PlanOptions
+from bot.commands.pr import (
+    DASHBOARD_LABEL,
+    GATE_INPUTS,
+    GitHubOptions,
+    base_policy,
+    plan_only,
+    run_bot,
+)
+from bot.core.chatops import (
+    UNIGNORED,
+    Command,
+    checked_commands,
+    ignored_marks,
+    marked_versions,
+    may_command,
+    parse_command,
+    refusal,
+    refused_before,
+    untick,
+    version_of,
+)
+from bot.core.prbody import DASHBOARD_TITLE, explain_markdown
+
+REPLY = "<!-- pinbump:reply -->"
+
+
+@dataclass
+class CommandResult:
+    verb: str
+    number: int
+    state: str  # done | refused | not-a-command | unknown
+    reply: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {"verb": self.verb, "number": self.number, "state": self.state,
+                "reply": self.reply}
+
+
+@dataclass(frozen=True)
+class Context:
+    plan_opts: PlanOptions
+    gh_opts: GitHubOptions
+    base: str
+    remote: str
+    out: IO[str]
+
+
+def run_comment(ctx: Context, comment_id: int) -> CommandResult:
+    """The door of ``pinbump command --comment-id``."""
+    token = ctx.gh_opts.token() or ""
+    github = ctx.gh_opts.client(token)
+    number, login, body = github.comment_at(comment_id)
+    command = parse_command(body) if REPLY not in body else None
+    if command is None:
+        return CommandResult("", number, "not-a-command")
+    if not may_command(github.permission(login)):
+        if not refused_before(login, github.comments(number)):
+            github.comment(number, refusal(login))
+        _say(ctx, f"refused /pinbump {command.verb} from {login!r}: no write access")
+        return CommandResult(command.verb, number, "refused")
+    reply = _execute(ctx, token, command, number)
+    github.comment(number, f"{REPLY}\n{reply}")
+    state = "unknown" if command.verb == "unknown" else "done"
+    return CommandResult(command.verb, number, state, reply)
+
+
+def run_dashboard(ctx: Context, sender: str) -> list[CommandResult]:
+    """The door of ``pinbump command --dashboard``: the boxes ``sender`` ticked."""
+    token = ctx.gh_opts.token() or ""
+    github = ctx.gh_opts.client(token)
+    found = github.find_issue(DASHBOARD_TITLE, DASHBOARD_LABEL)
+    commands = checked_commands(found.body) if found else []
+    if found is None or not commands:
+        return []
+    github.edit_issue(found.number, untick(found.body))  # a box runs once
+    if not may_command(github.permission(sender)):
+        if not refused_before(sender, github.comments(found.number)):
+            github.comment(found.number, refusal(sender))
+        return [CommandResult(c.verb, found.number, "refused") for c in commands]
+    pulls = github.open_pulls(ctx.base, "pinbump/")
+    results = []
+    for command in commands:
+        if not pulls:
+            reply = "there is no open bot PR to act on"
+        else:
+            reply = _execute(ctx, token, command, pulls[0].number)
+        github.comment(found.number, f"{REPLY}\n{reply}")
+        results.append(CommandResult(command.verb, found.number, "done", reply))
+    return results
+
+
+def _say(ctx: Context, line: str) -> None:
+    print(f"pinbump: {line}", file=ctx.out)
+
+
+def _execute(ctx: Context, token: str, command: Command, number: int) -> str:
+    github = ctx.gh_opts.client(token)
+    verb = command.verb
+    if verb == "unknown":
+        return (f"pinbump does not know `/pinbump {command.text}`. Commands: `rebase`, "
+                "`recreate`, `ignore this version`, `ignore <version>`, `unignore`, `gate`, "
+                "`explain`.")
+    if verb in ("rebase", "recreate"):
+        result = run_bot(ctx.plan_opts, ctx.gh_opts, ctx.base, dry_run=False,
+                         remote=ctx.remote, out=ctx.out, rebase=verb == "rebase",
+                         recreate=verb == "recreate")
+        where = f" at `{result.head_sha[:12]}`" if result.head_sha else ""
+        return f"`/pinbump {verb}`: {result.action}{where}."
+    if verb == "explain":
+        plan = plan_only(ctx.plan_opts, ctx.base, ctx.remote, ctx.out, token)
+        return explain_markdown(plan)
+    is_pull = github.is_pull(number)
+    pr = github.pull(number) if is_pull else None
+    policy = base_policy(ctx.plan_opts.repo, ctx.base, token, ctx.remote)
+    prefix = f"pinbump/{policy.active_group.name}-"
+    if verb == "gate":
+        if pr is None or pr.state != "open" or not pr.head_ref.startswith(prefix):
+            return "`/pinbump gate` works on an open bot PR."
+        github.dispatch(policy.gate_workflow, ctx.base,
+                        dict(zip(GATE_INPUTS, (str(pr.number), pr.head_sha), strict=True)))
+        return f"re-dispatched `{policy.gate_workflow}` on `{pr.head_sha[:12]}`."
+    version = command.version or (version_of(pr.head_ref, prefix) if pr else None)
+    if version is None:
+        return f"`/pinbump {verb}` needs a version here: `/pinbump {verb} <version>`."
+    dashboard = github.find_issue(DASHBOARD_TITLE, DASHBOARD_LABEL)
+    marks = marked_versions(dashboard.body) if dashboard else []
+    if verb == "ignore":
+        if pr is not None and command.version is None and pr.state == "open":
+            github.edit_pull(pr.number, state="closed")
+        elif dashboard is not None and version not in marks:
+            github.edit_issue(dashboard.number, dashboard.body.rstrip("\n") + "\n" +
+                              "\n".join(ignored_marks([version])) + "\n")
+        return (f"ignoring {version}: pinbump will not propose it until a newer version "
+                f"appears. `/pinbump unignore {version}` undoes it.")
+    # unignore: the dashboard's marker goes, closed PRs of the version are labelled
+    if dashboard is not None and version in marks:
+        body = dashboard.body.replace(ignored_marks([version])[0], "")
+        github.edit_issue(dashboard.number, body)
+    closed = [p for p in github.closed_pulls(ctx.base, prefix)
+              if version_of(p.head_ref, prefix) == version and not p.merged]
+    if closed:
+        github.ensure_labels([UNIGNORED])
+    for p in closed:
+        github.add_labels(p.number, [UNIGNORED])
+    return f"{version} is no longer ignored: the next run may propose it again."

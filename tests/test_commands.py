@@ -1,0 +1,147 @@
+"""Maintainers' commands on the bot PR (issue 16, item 5): `/pinbump ...` comments from a
+collaborator and from an outsider, and the dashboard's checkboxes; against the GitHub
+emulator, a real bare remote and a real pypiserver."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_run_gate import FP4_NEW, WS_NEW, World, api, git, last_json, publish, push_branch, worlds
+
+from bot.cli import main
+
+MAINTAINER = "ghp_maintainer_token_11111111111111"
+OUTSIDER = "ghp_outsider_token_2222222222222222"
+world = pytest.fixture(worlds, name="world")
+
+
+@pytest.fixture
+def people(world: World) -> World:
+    world.emu.add_account(MAINTAINER, "maintainer", permission="write")
+    world.emu.add_account(OUTSIDER, "passerby", permission="read")
+    return world
+
+
+def say(world: World, number: int, body: str, token: str = MAINTAINER) -> int:
+    return api(world, "POST", f"/issues/{number}/comments", token, body=body)["id"]
+
+
+def command(world: World, *extra: str) -> int:
+    assert world.pypi is not None
+    return main(["command", "--repo", str(world.checkout), "--github-repo", "acme/serving",
+                 "--api-url", world.emu.url, "--write-interval", "0", "--index-url",
+                 world.pypi.url, "--cache-dir", str(world.cache), "--json", *extra])
+
+
+def opened(world: World, capsys: pytest.CaptureFixture[str]) -> dict:
+    assert world.run() == 0
+    return last_json(capsys.readouterr().out)
+
+
+def replies(world: World, number: int) -> list[str]:
+    return [c["body"] for c in world.emu.state.comments.get(number, [])
+            if "pinbump:reply" in c["body"] or "pinbump:refused" in c["body"]]
+
+
+def test_outsider_command_is_refused_politely_once(
+        people: World, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = opened(people, capsys)["pr"]
+    for _ in range(2):
+        assert command(people, "--comment-id", str(say(people, pr, "/pinbump recreate",
+                                                        OUTSIDER))) == 0
+        assert json.loads(capsys.readouterr().out)[0]["state"] == "refused"
+    [refusal] = replies(people, pr)
+    assert "only from people with write access" in refusal
+    assert people.emu.state.dispatches[-1]["inputs"]["pr"] == str(pr)  # nothing else ran
+    assert len(people.emu.state.dispatches) == 1
+
+
+def test_gate_command_redispatches(people: World, capsys: pytest.CaptureFixture[str]) -> None:
+    first = opened(people, capsys)
+    assert command(people, "--comment-id", str(say(people, first["pr"], "/pinbump gate"))) == 0
+    assert json.loads(capsys.readouterr().out)[0]["state"] == "done"
+    assert people.emu.state.dispatches[-1] == {
+        "workflow": "pinbump-gpu-gate.yml", "ref": "main",
+        "inputs": {"pr": str(first["pr"]), "sha": first["head_sha"]}}
+    assert len(people.emu.state.dispatches) == 2
+    assert "re-dispatched" in replies(people, first["pr"])[0]
+
+
+def test_ignore_this_version_then_unignore(people: World,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    first = opened(people, capsys)
+    pr = first["pr"]
+    assert command(people, "--comment-id",
+                   str(say(people, pr, "/pinbump ignore this version"))) == 0
+    capsys.readouterr()
+    assert people.emu.state.items[pr]["state"] == "closed"
+    assert people.run() == 0
+    assert last_json(capsys.readouterr().out)["action"] == "ignored"
+    assert command(people, "--comment-id", str(say(people, pr, "/pinbump unignore"))) == 0
+    capsys.readouterr()
+    assert "pinbump-unignored" in people.emu.state.items[pr]["labels"]
+    assert people.run() == 0
+    again = last_json(capsys.readouterr().out)
+    assert again["action"] == "opened" and again["branch"] == first["branch"]
+
+
+def test_ignore_a_version_from_the_dashboard(people: World,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    first = opened(people, capsys)
+    dash = first["dashboard"]
+    publish(people.pypi, "0.6.12", FP4_NEW, WS_NEW)
+    assert command(people, "--comment-id", str(say(people, dash, "/pinbump ignore 0.6.12"))) == 0
+    capsys.readouterr()
+    assert "<!-- pinbump:ignored 0.6.12 -->" in people.emu.state.items[dash]["body"]
+    assert people.run() == 0
+    out = last_json(capsys.readouterr().out)
+    assert out["action"] == "ignored"
+    body = people.emu.state.items[dash]["body"]
+    assert "<!-- pinbump:ignored 0.6.12 -->" in body  # carried forward by the run
+    assert "`0.6.12`: ignored by command: comment `/pinbump unignore 0.6.12`" in body
+
+
+def test_recreate_command_drops_hand_edits(people: World,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    first = opened(people, capsys)
+    fixed = push_branch(people, first["branch"], "Dev", "dev@example.invalid",
+                        start=first["branch"], files={"HANDFIX.md": "fix\n"})
+    assert command(people, "--comment-id",
+                   str(say(people, first["pr"], "/pinbump recreate"))) == 0
+    assert json.loads(capsys.readouterr().out)[0]["state"] == "done"
+    head = git(people.bare, "rev-parse", f"refs/heads/{first['branch']}")
+    assert head != fixed
+    assert "HANDFIX.md" not in git(people.bare, "ls-tree", "--name-only", head)
+
+
+def test_explain_command_replies_with_the_plans_reasons(
+        people: World, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = opened(people, capsys)["pr"]
+    assert command(people, "--comment-id", str(say(people, pr, "/pinbump explain"))) == 0
+    [reply] = replies(people, pr)
+    assert "`flashinfer-python` `==0.6.8.post1` → `==0.6.11`" in reply
+    assert "`nvidia-cutlass-dsl`" in reply
+
+
+def test_unknown_command_gets_the_list(people: World,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    pr = opened(people, capsys)["pr"]
+    assert command(people, "--comment-id", str(say(people, pr, "/pinbump merge now"))) == 0
+    assert json.loads(capsys.readouterr().out)[0]["state"] == "unknown"
+    assert "does not know `/pinbump merge`" in replies(people, pr)[0]
+
+
+def test_dashboard_checkbox_runs_the_command_once(
+        people: World, capsys: pytest.CaptureFixture[str]) -> None:
+    first = opened(people, capsys)
+    dash = first["dashboard"]
+    body = people.emu.state.items[dash]["body"]
+    assert "- [ ] <!-- pinbump:do gate -->" in body
+    api(people, "PATCH", f"/issues/{dash}", MAINTAINER,
+        body=body.replace("- [ ] <!-- pinbump:do gate -->", "- [x] <!-- pinbump:do gate -->"))
+    for expected in (1, 0):
+        assert command(people, "--dashboard", "--sender", "maintainer") == 0
+        assert len(json.loads(capsys.readouterr().out)) == expected
+    assert len(people.emu.state.dispatches) == 2
+    assert "- [ ] <!-- pinbump:do gate -->" in people.emu.state.items[dash]["body"]
