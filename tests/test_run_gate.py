@@ -783,3 +783,61 @@ def test_nightly_channel_reports_and_opens_no_pr(world: World,
     assert "--channel nightly: report only, no branch and no PR" in captured.err
     assert world.emu.log == []
     assert "pinbump" not in git(world.bare, "branch", "--list")
+
+
+# -- merging by the repository's rules (issue 16, item 4) ------------------------------------
+def test_branch_protection_requiring_a_review_blocks_the_merge_until_it_exists(
+        github_world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    world = github_world
+    world.emu.state.required_approvals = 1
+    pr, sha = world.bot_pr()
+    all_green(world, sha)
+    assert world.gate(pr, "--json") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["state"] == "blocked" and world.emu.state.merges == []
+    world.emu.state.items[pr].setdefault("reviews", []).append(
+        {"user": "maintainer", "state": "APPROVED", "commit_id": sha})
+    assert world.gate(pr) == 0
+    assert world.emu.state.merges == [{"number": pr, "sha": sha, "method": "squash"}]
+
+
+def test_native_auto_merge_is_enabled_through_graphql(
+        github_world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    world = github_world
+    world.emu.state.auto_merge_allowed = True
+    world.emu.state.required_approvals = 1  # GitHub, not pinbump, waits for the review
+    pr, sha = world.bot_pr()
+    all_green(world, sha)
+    assert world.gate(pr, "--json") == 0
+    assert json.loads(capsys.readouterr().out)["state"] == "auto-merge"
+    auto = world.emu.state.items[pr]["auto_merge"]
+    assert (auto["sha"], auto["method"]) == (sha, "SQUASH")
+    assert world.emu.state.merges == []
+    assert any("enablePullRequestAutoMerge" in q["query"] for q in world.emu.gql_log)
+    assert world.gate(pr) == 0  # already on: not enabled twice
+    assert sum("enablePullRequestAutoMerge" in q["query"] for q in world.emu.gql_log) == 1
+
+
+def test_required_checks_from_any_ci_count(github_world: World,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A Buildkite status and a GitHub Actions check run, required by the base's config."""
+    import requests
+
+    world = github_world
+    config = (world.checkout / "pinbump.toml").read_text()
+    push_branch(world, "main", "dev", "dev@example.invalid",
+                files={"pinbump.toml": 'required-checks = ["buildkite/sglang", "unit-tests"]\n'
+                                       + config})
+    git(world.checkout, "checkout", "--quiet", "main")
+    git(world.checkout, "pull", "--quiet", "origin", "main")
+    pr, sha = world.bot_pr()
+    world.status(sha, "buildkite/sglang", "success")
+    world.status(sha, "pinbump/drift", "success")
+    assert world.gate(pr) == 0 and world.emu.state.merges == []  # unit-tests still missing
+    r = requests.post(f"{world.emu.url}/repos/acme/serving/check-runs",
+                      json={"name": "unit-tests", "head_sha": sha, "status": "completed",
+                            "conclusion": "success"},
+                      headers={"Authorization": f"token {TOKEN}"}, timeout=10)
+    assert r.status_code == 201
+    assert world.gate(pr) == 0
+    assert [m["sha"] for m in world.emu.state.merges] == [sha]

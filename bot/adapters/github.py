@@ -142,6 +142,30 @@ class GitHub:
                         base_repo=base_repo.get("full_name") or "",
                         mergeable_state=str(raw.get("mergeable_state") or ""))
 
+    # -- merging by the repository's rules (GraphQL for native auto-merge) ----------------
+    def _graphql(self, what: str, query: str, variables: dict[str, Any]) -> Any:
+        _, data = self._call(what, self._gh.requester.graphql_query, query, variables)
+        return data.get("data") or {}
+
+    def auto_merge(self, number: int, sha: str, method: str) -> bool | None:
+        """Enable GitHub's native auto-merge on the PR, pinned to ``sha``: GitHub merges it
+        once every required review and check passes (through the merge queue where the base
+        has one). None when the repository does not allow auto-merge."""
+        from bot.adapters.github_graphql import ENABLE_AUTO_MERGE, PULL_AUTO_MERGE
+
+        owner, name = self._repo_name.split("/", 1)
+        data = self._graphql(f"reading auto-merge of #{number}", PULL_AUTO_MERGE,
+                             {"owner": owner, "name": name, "number": number})
+        repo = data.get("repository") or {}
+        pull = repo.get("pullRequest") or {}
+        if not repo.get("autoMergeAllowed") or not pull.get("id"):
+            return None
+        if pull.get("autoMergeRequest"):
+            return False  # already enabled
+        self._graphql(f"enabling auto-merge on #{number}", ENABLE_AUTO_MERGE,
+                      {"id": pull["id"], "method": method.upper(), "sha": sha})
+        return True
+
     # -- preflight -------------------------------------------------------------------------
     def preflight(self, workflow: str) -> None:
         """Before the first write: the token works, the repository answers, and the token
@@ -386,6 +410,7 @@ class GitHubPort(Protocol):
     def edit_issue(self, number: int, body: str) -> None: ...
     def dispatch(self, workflow: str, ref: str, inputs: dict[str, str]) -> None: ...
     def preflight(self, workflow: str) -> None: ...
+    def auto_merge(self, number: int, sha: str, method: str) -> bool | None: ...
     def closed_pulls(self, base: str, head_prefix: str) -> list[PullInfo]: ...
     def checks(self, sha: str) -> list[Check]: ...
     def set_status(self, sha: str, context: str, state: str, target_url: str = "",
@@ -450,6 +475,10 @@ class RecordingGitHub:
 
     def preflight(self, workflow: str) -> None:
         pass
+
+    def auto_merge(self, number: int, sha: str, method: str) -> bool | None:
+        self._record("auto_merge", number, sha, method)
+        return None
 
     def closed_pulls(self, base: str, head_prefix: str) -> list[PullInfo]:
         return []

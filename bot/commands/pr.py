@@ -52,6 +52,7 @@ from bot.core.decisions import (
     decide_dashboard,
     decide_gate,
     decide_pr,
+    merge_route,
     supersede_comment,
     undispatched,
 )
@@ -571,10 +572,21 @@ def gate(github: GitHubPort, number: int, policy: Policy, *, out: IO[str],
         return GateResult(GateState.NOT_BOT, pr.head_sha, 0, decision=decision,
                           not_bot=tuple(not_bot or ()))
     if verdict.action == GateAction.MERGE:
-        github.merge(number, pr.head_sha, policy.merge_method, f"{pr.title} (#{number})")
-        say(f"all required checks passed on {pr.head_sha[:12]}: merged #{number} "
-            f"({policy.merge_method})")
-        return GateResult(GateState.MERGED, pr.head_sha, 0, decision=decision)
+        enabled = github.auto_merge(number, pr.head_sha, policy.merge_method)
+        route = merge_route(enabled, pr.mergeable_state)
+        if route == GateState.AUTO_MERGE:
+            say(f"pinbump's checks passed on {pr.head_sha[:12]}: GitHub's auto-merge is "
+                f"{'now ' if enabled else ''}on for #{number}; it merges once the "
+                "repository's required reviews and checks pass")
+        elif route == GateState.BLOCKED:
+            say(f"pinbump's checks passed on {pr.head_sha[:12]}, but GitHub says #{number} "
+                f"is {pr.mergeable_state or 'unknown'} (required reviews, checks or branch "
+                "protection): not merged yet")
+        else:
+            github.merge(number, pr.head_sha, policy.merge_method, f"{pr.title} (#{number})")
+            say(f"all required checks passed on {pr.head_sha[:12]}: merged #{number} "
+                f"({policy.merge_method})")
+        return GateResult(route, pr.head_sha, 0, decision=decision)
     if verdict.state == GateState.FAILURE:
         commented = verdict.action == GateAction.COMMENT
         if commented:

@@ -77,6 +77,8 @@ class GateState(Vocabulary):
     MERGED = "merged"
     CLOSED = "closed"
     NOT_BOT = "not-bot"  # green, but not the bot's own PR: reported, never merged
+    AUTO_MERGE = "auto-merge"  # GitHub's native auto-merge is on: it merges by the rules
+    BLOCKED = "blocked"  # pinbump's checks passed; GitHub's rules (reviews...) do not yet
 
 
 @dataclass
@@ -106,6 +108,19 @@ def decide(required: Sequence[str], checks: Sequence[Check]) -> GateDecision:
     elif decision.waiting:
         decision.state = GateState.PENDING
     return decision
+
+
+MERGEABLE_NOW = frozenset({"clean", "unstable", "has_hooks"})
+
+
+def merge_route(auto_merge: bool | None, mergeable_state: str) -> GateState:
+    """How a bot PR whose own conditions hold is merged by the repository's rules: native
+    auto-merge where the repository allows it (``auto_merge`` not None), else a REST merge
+    only when GitHub says the PR is mergeable now (every required review and check from any
+    CI passed); otherwise it waits, blocked."""
+    if auto_merge is not None:
+        return GateState.AUTO_MERGE
+    return GateState.MERGED if mergeable_state in MERGEABLE_NOW else GateState.BLOCKED
 
 
 def failure_mark(sha: str) -> str:
