@@ -338,6 +338,12 @@ def add_github_options(p: argparse.ArgumentParser) -> None:
                    help="GitHub REST API URL (GitHub Enterprise: https://HOST/api/v3)")
     p.add_argument("--write-interval", type=float, default=1.0, metavar="SECONDS",
                    help="pause between GitHub writes (default 1, as GitHub asks)")
+    p.add_argument("--app-id", metavar="ID",
+                   help="authenticate as this GitHub App (installation token) instead of a "
+                        "token; its private key (PEM) is read from --app-key-env")
+    p.add_argument("--app-key-env", default="PINBUMP_APP_KEY", metavar="NAME",
+                   help="environment variable holding the App's private key "
+                        "(default: PINBUMP_APP_KEY)")
     p.add_argument("--budget", type=_seconds, metavar="SECONDS",
                    help="time this command may take (the job's budget): a rate-limit wait "
                         "beyond it is an error, not a sleep (default: waits up to 15 min)")
@@ -349,7 +355,8 @@ def _github_options(args: argparse.Namespace) -> GitHubOptions:
     if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", args.github_repo):
         raise InputError(f"--github-repo {args.github_repo!r}: expected OWNER/NAME")
     return GitHubOptions(repo=args.github_repo, token_env=args.token_env, api_url=args.api_url,
-                         write_interval=args.write_interval, budget=args.budget)
+                         write_interval=args.write_interval, budget=args.budget,
+                         app_id=args.app_id, app_key_env=args.app_key_env)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -154,6 +154,7 @@ class GitHubEmulator(ThreadingHTTPServer):
         self.faults: list[Fault] = []
         self.request_headers: list[dict[str, str]] = []
         self.caller = Account(BOT)
+        self.app: EmulatedApp | None = None
 
     @property
     def url(self) -> str:
@@ -286,6 +287,50 @@ class GitHubEmulator(ThreadingHTTPServer):
         return number
 
 
+@dataclass
+class EmulatedApp:
+    """A GitHub App installed on the emulated repository: a JWT signed with its private key
+    (RS256, ``iss`` = the App id) is exchanged for an installation token."""
+
+    app_id: str
+    public_key_pem: str
+    login: str = "pinbump-app[bot]"
+    installation_id: int = 77
+    tokens: list[str] = field(default_factory=list)
+
+    def route(self, srv: GitHubEmulator, method: str, path: str, jwt_text: str
+              ) -> tuple[int, Any, dict[str, str]]:
+        import jwt
+
+        try:
+            claims = jwt.decode(jwt_text, self.public_key_pem, algorithms=["RS256"])
+        except jwt.PyJWTError as exc:
+            return 401, {"message": f"A JSON web token could not be decoded ({exc})",
+                         "documentation_url": "https://docs.github.com/rest"}, {}
+        if str(claims.get("iss")) != self.app_id:
+            return 401, {"message": "'Issuer' claim ('iss') must be an Integer"}, {}
+        s = srv.state
+        if (method, path) == ("GET", f"/repos/{s.owner}/{s.name}/installation"):
+            return 200, srv.factory.component(
+                "installation", id=self.installation_id, app_id=int(self.app_id),
+                app_slug="pinbump-app", target_type="Organization", account=srv.user(s.owner),
+                access_tokens_url=f"{srv.url}/app/installations/{self.installation_id}/"
+                                  "access_tokens",
+                html_url="https://github.com/settings/installations/77",
+                repositories_url=f"{srv.url}/installation/repositories",
+                created_at=now(), updated_at=now(), suspended_by=None, suspended_at=None,
+                single_file_name=None), {}
+        if (method, path) == ("POST", f"/app/installations/{self.installation_id}/"
+                                      "access_tokens"):
+            token = f"ghs_installation_{len(self.tokens)}_0123456789abcdef"
+            self.tokens.append(token)
+            srv.accounts[token] = Account(self.login, installation=True)
+            return 201, srv.factory.component("installation-token", token=token,
+                                              expires_at=now()), {}
+        return 403, {"message": "A JWT can only call the App endpoints",
+                     "documentation_url": "https://docs.github.com/rest"}, {}
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: GitHubEmulator
     protocol_version = "HTTP/1.1"
@@ -369,6 +414,8 @@ class _Handler(BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization", "")
         scheme, _, token = auth.partition(" ")
         account = srv.accounts.get(token) if scheme in ("token", "Bearer") else None
+        if account is None and scheme == "Bearer" and srv.app is not None:
+            return srv.app.route(srv, method, path, token)
         if account is None:
             return 401, {"message": "Bad credentials",
                          "documentation_url": "https://docs.github.com/rest"}, {}

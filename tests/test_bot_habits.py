@@ -143,3 +143,36 @@ def test_rebase_keeps_hand_edits(world: World, capsys: pytest.CaptureFixture[str
     assert "HANDFIX.md" in git(world.bare, "ls-tree", "--name-only", branch)
     authors = git(world.bare, "log", "--format=%an", f"main..{branch}").splitlines()
     assert authors[0] == "Dev" and set(authors[1:]) == {"pinbump[bot]"}
+
+
+def test_app_auth_exchanges_a_jwt_for_an_installation_token(
+        world: World, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from github_emulator import EmulatedApp
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM,
+                                serialization.PrivateFormat.TraditionalOpenSSL,
+                                serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    world.emu.app = EmulatedApp("4242", public.decode())
+    monkeypatch.delenv("GITHUB_TOKEN")
+    monkeypatch.setenv("PINBUMP_APP_KEY", private)
+    assert world.run("--app-id", "4242") == 0
+    captured = capsys.readouterr()
+    result = last_json(captured.out)
+    assert result["action"] == "opened"
+    assert world.emu.state.items[result["pr"]]["author"] == "pinbump-app[bot]"
+    calls = [(m, p, s) for m, p, s in world.emu.log if "install" in p]
+    assert calls == [("GET", "/repos/acme/serving/installation", 200),
+                     ("POST", "/app/installations/77/access_tokens", 201)]
+    [token] = world.emu.app.tokens
+    assert token not in captured.out + captured.err and "PRIVATE KEY" not in captured.err
+    monkeypatch.setenv("PINBUMP_APP_KEY", "not a key")
+    assert world.run("--app-id", "4242") == 2
+    err = capsys.readouterr().err
+    assert "the private key is not a usable PEM RSA key" in err and err.count("\n") == 1

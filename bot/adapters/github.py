@@ -73,6 +73,37 @@ def _budget_retry(deadline: float | None, **kwargs: Any) -> Any:
     return BudgetRetry(deadline=deadline, **kwargs)
 
 
+def app_installation_token(repo: str, app_id: str, private_key: str,
+                           base_url: str = DEFAULT_API) -> str:
+    """A GitHub App's installation token for ``repo``: a JWT signed with the App's private key
+    finds the installation (GET /repos/{owner}/{repo}/installation) and is exchanged for a
+    one-hour token (POST /app/installations/{id}/access_tokens). The key never leaves."""
+    from github import Auth, GithubException, GithubIntegration
+    from jwt import PyJWTError
+    from requests import RequestException
+
+    check_api_url(base_url)
+    owner, name = repo.split("/", 1)
+    try:
+        auth = Auth.AppAuth(app_id, private_key)
+        auth.create_jwt()
+    except (ValueError, TypeError, PyJWTError) as exc:
+        raise InputError(f"--app-id {app_id}: the private key is not a usable PEM RSA key "
+                         f"({type(exc).__name__})") from None
+    integration = GithubIntegration(auth=auth, base_url=base_url)
+    try:
+        installation = integration.get_repo_installation(owner, name)
+        return str(integration.get_access_token(installation.id).token)
+    except GithubException as exc:
+        message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
+        raise GitHubError(f"GitHub App {app_id}: exchanging its JWT for an installation token "
+                          f"of {repo} failed: HTTP {exc.status}: {message} (is the App "
+                          "installed on the repository?)") from None
+    except RequestException as exc:
+        raise GitHubError(f"GitHub App {app_id}: exchanging its JWT failed: "
+                          f"{type(exc).__name__}") from None
+
+
 class GitHub:
     def __init__(self, repo: str, token: str, *, base_url: str = DEFAULT_API,
                  timeout: int = 15, retries: int = 5, secondary_wait: float = 60.0,

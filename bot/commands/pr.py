@@ -22,6 +22,7 @@ from bot.adapters.git import (
 )
 from bot.adapters.github import (
     DEFAULT_API,
+    app_installation_token,
     GitHub,
     GitHubPort,
     RecordingGitHub,
@@ -87,6 +88,8 @@ class GitHubOptions:
     api_url: str = DEFAULT_API
     write_interval: float = 1.0
     budget: float | None = None  # seconds the command may take: bounds rate-limit waits
+    app_id: str | None = None  # a GitHub App instead of a token: its id...
+    app_key_env: str = "PINBUMP_APP_KEY"  # ...and the variable holding its private key (PEM)
 
     def client(self, token: str) -> GitHub:
         return GitHub(self.repo, token, base_url=self.api_url,
@@ -95,6 +98,12 @@ class GitHubOptions:
     def token(self, needed: bool = True) -> str | None:
         """The token from the environment; missing is an error before anything changes."""
         check_api_url(self.api_url)  # before the token is read or sent anywhere
+        if self.app_id:
+            key = os.environ.get(self.app_key_env, "").strip()
+            if not key:
+                raise InputError(f"${self.app_key_env} is not set: --app-id needs the App's "
+                                 "private key (PEM) in it (nothing was changed)")
+            return app_installation_token(self.repo, self.app_id, key, self.api_url)
         token = os.environ.get(self.token_env, "").strip()
         if not token and needed:
             raise InputError(f"${self.token_env} is not set: pinbump needs a GitHub token "
