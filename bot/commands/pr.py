@@ -22,10 +22,10 @@ from bot.adapters.git import (
 )
 from bot.adapters.github import (
     DEFAULT_API,
-    app_installation_token,
     GitHub,
     GitHubPort,
     RecordingGitHub,
+    app_installation_token,
     check_api_url,
 )
 from bot.adapters.writer import write_all
