@@ -128,6 +128,7 @@ class State:
     merges: list[dict[str, Any]] = field(default_factory=list)
     workflows: dict[str, int] = field(default_factory=dict)  # file name -> id
     auto_merge_allowed: bool = False
+    releases: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # OWNER/NAME
     required_approvals: int = 0  # branch protection of the base: approving reviews needed
     counter: itertools.count = field(default_factory=lambda: itertools.count(1))
     ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
@@ -799,7 +800,25 @@ def graphql(srv, m, q, d):
     return 200, {"data": result.data}, {}
 
 
+def list_releases(srv, m, q, d):
+    repo = f"{m.group(1)}/{m.group(2)}"
+    if repo not in srv.state.releases:
+        return 404, {"message": "Not Found"}, {}
+    out = []
+    for i, r in enumerate(srv.state.releases[repo]):
+        obj = srv.factory.component(
+            "release", id=900 + i, tag_name=r["tag"], name=r.get("name", r["tag"]),
+            body=r.get("body", ""), draft=False, prerelease=False,
+            target_commitish="main", created_at=now(), published_at=now(),
+            url=f"{srv.url}/repos/{repo}/releases/{900 + i}",
+            html_url=f"https://github.com/{repo}/releases/tag/{r['tag']}",
+            author=srv.user("upstream"), assets=[])
+        out.append(obj)
+    return 200, out, {}
+
+
 TOP_ROUTES: list[tuple[str, str, Handler]] = [
+    (r"/repos/([^/]+)/([^/]+)/releases", "GET", list_releases),
     ("/user", "GET", get_user),
     ("/graphql", "POST", graphql),
 ]

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from bot.core.botpr import CommitAuthor
 from bot.core.models import Check, CheckState, IssueInfo, PullInfo
+from bot.core.release_notes import Release
 from bot.errors import GitHubError, InputError
 
 DEFAULT_API = "https://api.github.com"
@@ -196,6 +197,16 @@ class GitHub:
         self._graphql(f"enabling auto-merge on #{number}", ENABLE_AUTO_MERGE,
                       {"id": pull["id"], "method": method.upper(), "sha": sha})
         return True
+
+    # -- release notes of another repository ----------------------------------------------
+    def releases(self, repo: str) -> list[Release]:
+        """The newest 100 releases of ``repo`` (OWNER/NAME), e.g. the lead's upstream."""
+        _, rows = self._call(f"reading the releases of {repo}",
+                             self._gh.requester.requestJsonAndCheck, "GET",
+                             f"/repos/{repo}/releases", {"per_page": 100})
+        return [Release(str(r.get("tag_name") or ""), str(r.get("name") or ""),
+                        str(r.get("body") or "")) for r in rows if isinstance(r, dict)
+                and not r.get("draft")]
 
     # -- preflight -------------------------------------------------------------------------
     def preflight(self, workflow: str) -> None:
@@ -441,6 +452,7 @@ class GitHubPort(Protocol):
     def edit_issue(self, number: int, body: str) -> None: ...
     def dispatch(self, workflow: str, ref: str, inputs: dict[str, str]) -> None: ...
     def preflight(self, workflow: str) -> None: ...
+    def releases(self, repo: str) -> list[Release]: ...
     def auto_merge(self, number: int, sha: str, method: str) -> bool | None: ...
     def closed_pulls(self, base: str, head_prefix: str) -> list[PullInfo]: ...
     def checks(self, sha: str) -> list[Check]: ...
@@ -506,6 +518,9 @@ class RecordingGitHub:
 
     def preflight(self, workflow: str) -> None:
         pass
+
+    def releases(self, repo: str) -> list[Release]:
+        return []
 
     def auto_merge(self, number: int, sha: str, method: str) -> bool | None:
         self._record("auto_merge", number, sha, method)

@@ -67,6 +67,7 @@ from bot.core.prbody import (
     pr_body,
     pr_title,
 )
+from bot.core.release_notes import RELEASE_REPOS, notes_markdown
 from bot.core.workspace import Workspace
 from bot.errors import GitError, InputError, PinbumpError
 
@@ -287,8 +288,23 @@ def _body(ws: Workspace, bot: BotServices, plan: Plan, blob_url: str | None,
         notes = [*notes, f"API drift could not be computed: {exc}"]
     policy = ws.policy
     gate = GateInfo(policy.gate_workflow, policy.runner_labels, required_checks(policy))
+    release_notes = _release_notes(bot, plan)
     return pr_body(plan, applied.edits, outcome.report if outcome else None, gate, notes,
-                   blob_url=blob_url), outcome
+                   blob_url=blob_url, release_notes=release_notes), outcome
+
+
+def _release_notes(bot: BotServices, plan: Plan) -> list[str]:
+    """The lead's release notes between current and target; [] (the table keeps its links)
+    when the lead has no known repository or its releases cannot be read."""
+    repo = RELEASE_REPOS.get(plan.lead)
+    if repo is None:
+        return []
+    try:
+        releases = bot.github.releases(repo)
+    except PinbumpError as exc:
+        bot.say(f"release notes unavailable ({exc}); the PR body links them instead")
+        return []
+    return notes_markdown(plan.lead, repo, releases, plan.lead_current, plan.lead_target)
 
 
 def _blob_url(opts: RunOptions, bot: BotServices, branch: str) -> str | None:

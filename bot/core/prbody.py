@@ -74,7 +74,8 @@ def _capped(lines: list[str], limit: int, what: str) -> list[str]:
 
 
 def pr_body(plan: Plan, edits: EditSet, drift: DriftReport | None, gate: GateInfo,
-            notes: Sequence[str] = (), limit: int = 25, blob_url: str | None = None) -> str:
+            notes: Sequence[str] = (), limit: int = 25, blob_url: str | None = None,
+            release_notes: Sequence[str] = ()) -> str:
     """``blob_url`` (``https://github.com/OWNER/NAME/blob/BRANCH``) links findings to lines."""
     out = [*hand_fix_banner(drift, blob_url),
            "pinbump proposes the newest **complete and consistent** set of the "
@@ -95,6 +96,8 @@ def pr_body(plan: Plan, edits: EditSet, drift: DriftReport | None, gate: GateInf
         out += ["", "</details>"]
     for package, why in plan.not_verified:
         out.append(f"\n> **Not verified:** {code_span(package)}: {escape_message(why)}")
+    if release_notes:  # already escaped, section by section (bot.core.release_notes)
+        out += ["", *release_notes]
     out += ["", "### Files changed", ""]
     by_kind: dict[str, list[str]] = {}
     for e in edits.edits:
