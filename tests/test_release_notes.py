@@ -7,9 +7,9 @@ import re
 
 import cmarkgfm
 import pytest
+from test_run_gate import World, last_json, worlds
 
 from bot.core.release_notes import Release, between, notes_markdown
-from test_run_gate import World, last_json, worlds
 
 world = pytest.fixture(worlds, name="world")
 REPO = "flashinfer-ai/flashinfer"
