@@ -186,8 +186,11 @@ class GitHub:
         from bot.adapters.github_graphql import ENABLE_AUTO_MERGE, PULL_AUTO_MERGE
 
         owner, name = self._repo_name.split("/", 1)
-        data = self._graphql(f"reading auto-merge of #{number}", PULL_AUTO_MERGE,
-                             {"owner": owner, "name": name, "number": number})
+        try:
+            data = self._graphql(f"reading auto-merge of #{number}", PULL_AUTO_MERGE,
+                                 {"owner": owner, "name": name, "number": number})
+        except GitHubError:
+            return None  # no GraphQL here (an older GitHub Enterprise): merge through REST
         repo = data.get("repository") or {}
         pull = repo.get("pullRequest") or {}
         if not repo.get("autoMergeAllowed") or not pull.get("id"):
@@ -255,8 +258,10 @@ class GitHub:
                 raise self._error("reading the authenticated user", exc) from None
         except RequestException as exc:
             raise self._error("reading the authenticated user", exc) from None
+        from bot.adapters.github_graphql import VIEWER
+
         _, data = self._call("reading the authenticated identity (GraphQL viewer)",
-                             requester.graphql_query, "query { viewer { login } }", {})
+                             requester.graphql_query, VIEWER, {})
         return str(data["data"]["viewer"]["login"])
 
     def pull_commits(self, number: int) -> list[CommitAuthor]:
