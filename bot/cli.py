@@ -355,8 +355,10 @@ def _github_options(args: argparse.Namespace) -> GitHubOptions:
     if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", args.github_repo):
         raise InputError(f"--github-repo {args.github_repo!r}: expected OWNER/NAME")
     return GitHubOptions(repo=args.github_repo, token_env=args.token_env, api_url=args.api_url,
-                         write_interval=args.write_interval, budget=args.budget,
-                         app_id=args.app_id, app_key_env=args.app_key_env)
+                         write_interval=args.write_interval,
+                         budget=getattr(args, "budget", None),
+                         app_id=getattr(args, "app_id", None),
+                         app_key_env=getattr(args, "app_key_env", "PINBUMP_APP_KEY"))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
