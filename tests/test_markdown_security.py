@@ -51,7 +51,8 @@ HOSTILE = [
     "```\n</details><h1>in fence</h1>\n```",
 ]
 ALLOWED_TAGS = {"p", "table", "thead", "tbody", "tr", "th", "td", "code", "strong", "em", "a",
-                "details", "summary", "ul", "li", "h3", "pre", "sub", "blockquote", "br"}
+                "details", "summary", "ul", "li", "h3", "pre", "sub", "blockquote", "br",
+                "input"}  # input: the dashboard's own task-list checkboxes (`- [ ]`)
 OUR_LINKS = ("https://pypi.org/project/", "https://github.com/flashinfer-ai/flashinfer/releases/",
              "https://ci.example/", "https://github.com/acme/serving/pull/7",
              "https://github.com/acme/serving/blob/pinbump/flashinfer-0.6.11/src/")
