@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import IO
 
+from bot.adapters.github import GitHub
 from bot.commands.context import PlanOptions
 from bot.commands.pr import (
     DASHBOARD_LABEL,
@@ -34,6 +35,7 @@ from bot.core.chatops import (
     untick,
     version_of,
 )
+from bot.core.models import PullInfo
 from bot.core.prbody import DASHBOARD_TITLE, explain_markdown
 
 REPLY = "<!-- pinbump:reply -->"
@@ -134,6 +136,14 @@ def _execute(ctx: Context, token: str, command: Command, number: int) -> str:
         github.dispatch(policy.gate_workflow, ctx.base,
                         dict(zip(GATE_INPUTS, (str(pr.number), pr.head_sha), strict=True)))
         return f"re-dispatched `{policy.gate_workflow}` on `{pr.head_sha[:12]}`."
+    return _ignore_or_unignore(ctx, github, command, pr, prefix)
+
+
+def _ignore_or_unignore(ctx: Context, github: GitHub, command: Command,
+                        pr: PullInfo | None, prefix: str) -> str:
+    """``/pinbump ignore`` closes this PR (or marks a version on the dashboard);
+    ``/pinbump unignore`` drops the dashboard's mark and labels the closed PRs."""
+    verb = command.verb
     version = command.version or (version_of(pr.head_ref, prefix) if pr else None)
     if version is None:
         return f"`/pinbump {verb}` needs a version here: `/pinbump {verb} <version>`."
