@@ -39,14 +39,14 @@ def make_inputs(case: str, n: int, hidden: int, dtype: str, rank: int, group_ind
     return x, residual, gamma
 
 
-def _rmsnorm(x, gamma, eps: float):
+def _rmsnorm(x: Any, gamma: Any, eps: float) -> Any:
     import torch
 
     var = x.pow(2).mean(dim=-1, keepdim=True)
     return x * torch.rsqrt(var + eps) * gamma
 
 
-def reference(x, residual, gamma, group=None) -> tuple[Any, Any]:
+def reference(x: Any, residual: Any, gamma: Any, group: Any = None) -> tuple[Any, Any]:
     """float32 residual (sum over ``group`` + residual) and RMSNorm of it."""
     import torch.distributed as dist
 
@@ -56,13 +56,13 @@ def reference(x, residual, gamma, group=None) -> tuple[Any, Any]:
     return ref_res, _rmsnorm(ref_res, gamma.float(), EPS)
 
 
-def rel_err(got, want) -> float:
+def rel_err(got: Any, want: Any) -> float:
     scale = want.abs().max().item() or 1.0
     err = (got.float() - want).abs().max().item() / scale
     return err if err == err else float("inf")  # NaN (garbage) counts as unbounded
 
 
-def classify(norm_out, residual_out, refs: dict[str, tuple[Any, Any]], tol: float
+def classify(norm_out: Any, residual_out: Any, refs: dict[str, tuple[Any, Any]], tol: float
              ) -> dict[str, Any]:
     """Which reference (e.g. "subgroup", "world") the fused outputs match, norm and residual
     both, and the errors against each."""
@@ -80,14 +80,14 @@ def classify(norm_out, residual_out, refs: dict[str, tuple[Any, Any]], tol: floa
 class _CpuWorkspace:
     """impl="cpu": what a correct (``group`` honoured) or a WORLD-bound workspace computes."""
 
-    def __init__(self, group, honours_group: bool) -> None:
+    def __init__(self, group: Any, honours_group: bool) -> None:
         self.group = group if honours_group else None
 
     def destroy(self) -> None:
         pass
 
 
-def _workspace(impl: str, kwargs: dict[str, Any]):
+def _workspace(impl: str, kwargs: dict[str, Any]) -> Any:
     if impl == "flashinfer":
         from flashinfer import comm
 
@@ -95,7 +95,8 @@ def _workspace(impl: str, kwargs: dict[str, Any]):
     return _CpuWorkspace(kwargs.get("group"), honours_group=impl == "cpu")
 
 
-def _fused(impl: str, workspace, x, residual, gamma, extra: dict[str, Any], fp8: bool):
+def _fused(impl: str, workspace: Any, x: Any, residual: Any, gamma: Any, extra: dict[str, Any],
+           fp8: bool) -> tuple[Any, Any]:
     import torch
 
     residual_out, norm_out = torch.empty_like(x), torch.empty_like(x)

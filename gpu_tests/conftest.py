@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,26 +28,26 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.fixture(scope="session")
-def observe():
+def observe() -> Callable[[str, Any], None]:
     def record(key: str, value: Any) -> None:
         OBSERVATIONS[key] = value
     return record
 
 
 @pytest.fixture(scope="session")
-def torch():
+def torch() -> Any:
     return pytest.importorskip("torch", reason="torch is not installed")
 
 
 @pytest.fixture(scope="session")
-def cuda(torch):
+def cuda(torch: Any) -> Any:
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU on this host")
     return torch.device("cuda:0")
 
 
 @pytest.fixture(scope="session")
-def fi(cuda, observe):
+def fi(cuda: Any, observe: Callable[[str, Any], None]) -> Any:
     flashinfer = pytest.importorskip("flashinfer", reason="flashinfer is not installed")
     import torch as _torch
 
@@ -59,9 +60,9 @@ def fi(cuda, observe):
 
 
 @pytest.fixture(scope="session")
-def sm(torch, cuda) -> int:
+def sm(torch: Any, cuda: Any) -> int:
     major, minor = torch.cuda.get_device_capability(cuda)
-    return major * 10 + minor
+    return int(major) * 10 + int(minor)
 
 
 @pytest.fixture(scope="session")
@@ -70,4 +71,5 @@ def contract() -> dict[str, Any]:
     $PINBUMP_GPU_CONTRACT overrides). The default is SGLang's usage."""
     path = Path(os.environ.get("PINBUMP_GPU_CONTRACT", Path(__file__).with_name(
         "contract.json")))
-    return json.loads(path.read_text())
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data

@@ -221,7 +221,7 @@ class _Kernels:
         for _ in range(5):
             self.dist.barrier()
             best = min(best, self._timed(lambda: self.dist.all_reduce(t)))
-        size = t.numel() * t.element_size()
+        size: int = t.numel() * t.element_size()
         return size / best * 2 * (self.world - 1) / self.world
 
     def peer_copy(self) -> float:
@@ -261,7 +261,8 @@ class _Kernels:
         fn()
         end.record()
         end.synchronize()
-        return start.elapsed_time(end) / 1e3
+        elapsed_ms: float = start.elapsed_time(end)
+        return elapsed_ms / 1e3
 
 
 def worker(argv: Sequence[str]) -> None:
@@ -441,14 +442,11 @@ class RankSet:
 
 
 def _perfstats() -> Any:
-    """The project's statistics (bot.core.perfstats; bot.perfstats before the move)."""
+    """The project's statistics (bot.core.perfstats)."""
     root = str(HERE.parent)
     if root not in sys.path:
         sys.path.append(root)
-    try:
-        from bot.core import perfstats
-    except ImportError:
-        from bot import perfstats  # type: ignore[no-redef]
+    from bot.core import perfstats
     return perfstats
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -31,7 +32,7 @@ def rank_timeout() -> float:
 
 
 @pytest.fixture(scope="session")
-def trtllm_comm(fi) -> None:
+def trtllm_comm(fi: Any) -> None:
     """Build (or load) the trtllm_comm JIT module here, once, so that no rank spends its
     deadline compiling (135-177 s on an H200 host)."""
     try:
@@ -41,8 +42,8 @@ def trtllm_comm(fi) -> None:
     get_trtllm_comm_module()
 
 
-def _need(torch, n: int) -> int:
-    count = torch.cuda.device_count()
+def _need(torch: Any, n: int) -> int:
+    count: int = torch.cuda.device_count()
     if count < n:
         pytest.skip(f"needs {n} GPUs of one host, this host has {count} (two ranks cannot "
                     "share one GPU: the workspace comes from torch symmetric memory)")
@@ -51,8 +52,9 @@ def _need(torch, n: int) -> int:
 
 @pytest.mark.parametrize("strategy", ["auto", "switch"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_residual_rmsnorm_all_gpus(fi, torch, cuda, trtllm_comm, rank_timeout, dtype: str,
-                                   strategy: str, observe) -> None:
+def test_residual_rmsnorm_all_gpus(fi: Any, torch: Any, cuda: Any, trtllm_comm: None,
+                                   rank_timeout: float, dtype: str,
+                                   strategy: str, observe: Callable[[str, Any], None]) -> None:
     world = _need(torch, 2)
     results = run_ranks(fused_residual_rmsnorm, world, timeout=rank_timeout, dtype=dtype,
                         hidden=4096, tokens=TOKENS, strategy=strategy)
@@ -65,8 +67,9 @@ def test_residual_rmsnorm_all_gpus(fi, torch, cuda, trtllm_comm, rank_timeout, d
             assert row["residual_rel_err"] < TOLERANCE[dtype], (rank, n, row)
 
 
-def test_fp8_quant_pattern(fi, torch, cuda, sm: int, trtllm_comm, rank_timeout,
-                           observe) -> None:
+def test_fp8_quant_pattern(fi: Any, torch: Any, cuda: Any, sm: int, trtllm_comm: None,
+                           rank_timeout: float,
+                           observe: Callable[[str, Any], None]) -> None:
     world = _need(torch, 2)
     if sm < 89:
         pytest.skip(f"fp8 needs sm_89 or newer, this is sm_{sm}")
@@ -95,8 +98,9 @@ def _run_subgroup(strategy: str, with_group: bool, timeout: float) -> dict[str, 
 
 
 @pytest.mark.parametrize("strategy", ["oneshot", "twoshot"])
-def test_subgroup_contract(fi, torch, cuda, trtllm_comm, rank_timeout, strategy: str,
-                           observe) -> None:
+def test_subgroup_contract(fi: Any, torch: Any, cuda: Any, trtllm_comm: None, rank_timeout: float,
+                           strategy: str,
+                           observe: Callable[[str, Any], None]) -> None:
     """Two tensor-parallel sub-groups of 2 ranks ({0,1}, {2,3}), the workspace built per
     sub-group, one-shot or two-shot forced, norm and residual both checked.
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -15,9 +17,12 @@ import nvfp4_ref as ref
 
 pytestmark = pytest.mark.gpu
 
+Observe = Callable[[str, Any], None]  # conftest's observe fixture
 
-def test_fp4_quantize_binds_every_keyword_the_target_passes(fi, torch, cuda, contract,
-                                                            observe) -> None:
+
+def test_fp4_quantize_binds_every_keyword_the_target_passes(fi: Any, torch: Any, cuda: Any,
+                                                            contract: dict[str, Any],
+                                                            observe: Observe) -> None:
     sig = inspect.signature(fi.fp4_quantize)
     observe("fp4_quantize.signature", str(sig))
     wanted = contract["fp4_quantize"]["keywords"]
@@ -35,8 +40,8 @@ def test_fp4_quantize_binds_every_keyword_the_target_passes(fi, torch, cuda, con
 
 
 @pytest.mark.parametrize("shape", ["one", "num_tokens"])
-def test_global_scale_shapes_the_target_uses_are_accepted(fi, torch, cuda, shape: str,
-                                                          observe) -> None:
+def test_global_scale_shapes_the_target_uses_are_accepted(fi: Any, torch: Any, cuda: Any,
+                                                          shape: str, observe: Observe) -> None:
     x = torch.randn(256, 4096, device=cuda, dtype=torch.bfloat16)
     gs = ref.global_scale_for(x).to(cuda)
     scale = gs if shape == "one" else gs.expand(256).contiguous()
@@ -47,8 +52,9 @@ def test_global_scale_shapes_the_target_uses_are_accepted(fi, torch, cuda, shape
 
 
 @pytest.mark.parametrize("n", [4, 2])
-def test_global_scale_other_shapes_are_accepted_or_rejected_cleanly(fi, torch, cuda, n: int,
-                                                                     observe) -> None:
+def test_global_scale_other_shapes_are_accepted_or_rejected_cleanly(fi: Any, torch: Any,
+                                                                    cuda: Any, n: int,
+                                                                    observe: Observe) -> None:
     """A per-expert global_scale of shape [n] for a [256, 4096] input: 0.6.8.post1 took it,
     0.6.11 rejects it. Which one is recorded (the report shows the change); either way the
     call must behave: accepted means outputs of the documented shapes, rejected means the
@@ -74,8 +80,8 @@ def test_global_scale_other_shapes_are_accepted_or_rejected_cleanly(fi, torch, c
     assert probe.sum().item() == 1023 * 1024 / 2  # the context survived the call
 
 
-def test_allreduce_workspace_accepts_group_when_the_target_passes_it(fi, contract,
-                                                                     observe) -> None:
+def test_allreduce_workspace_accepts_group_when_the_target_passes_it(
+        fi: Any, contract: dict[str, Any], observe: Observe) -> None:
     comm = pytest.importorskip("flashinfer.comm")
     fn = getattr(comm, "create_allreduce_fusion_workspace", None)
     if fn is None:

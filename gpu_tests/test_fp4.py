@@ -3,6 +3,9 @@ dequantizers against the reference on every architecture."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 pytest.importorskip("torch", reason="torch is not installed")
@@ -20,7 +23,8 @@ POISON = 0xAB
 
 
 @pytest.fixture(scope="module")
-def fp4_output_is_real(fi, torch, cuda, sm, observe) -> bool:
+def fp4_output_is_real(fi: Any, torch: Any, cuda: Any, sm: int,
+                       observe: Callable[[str, Any], None]) -> bool:
     """Whether fp4_quantize really quantizes on this GPU; skips the numeric tests only where
     it writes nothing.
 
@@ -45,8 +49,8 @@ def fp4_output_is_real(fi, torch, cuda, sm, observe) -> bool:
     q_left = (qb == POISON).float().mean().item()
     sf_left = (sfb == POISON).float().mean().item()
     ref_q, ref_sf, _ = ref.quantize(x.cpu(), gs.cpu())
-    agree = (ref.dequantize(qb, sfb, gs.cpu()) == ref.dequantize(ref_q, ref_sf, gs.cpu())
-             ).float().mean().item()
+    agree: float = (ref.dequantize(qb, sfb, gs.cpu()) == ref.dequantize(ref_q, ref_sf, gs.cpu())
+                    ).float().mean().item()
     observe("fp4_quantize.sm", sm)
     observe("fp4_quantize.poisoned_bytes_left", round(q_left, 5))
     observe("fp4_quantize.poisoned_scale_bytes_left", round(sf_left, 5))
@@ -60,7 +64,8 @@ def fp4_output_is_real(fi, torch, cuda, sm, observe) -> bool:
 @pytest.mark.parametrize(("rows", "cols"), SHAPES)
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("swizzled", [True, False], ids=["swizzled", "linear"])
-def test_nvfp4_matches_reference(fi, torch, cuda, sm, fp4_output_is_real, rows: int,
+def test_nvfp4_matches_reference(fi: Any, torch: Any, cuda: Any, sm: int,
+                                 fp4_output_is_real: bool, rows: int,
                                  cols: int, dtype: str, swizzled: bool) -> None:
     torch.manual_seed(rows * 7 + cols)
     x = torch.randn(rows, cols, device=cuda, dtype=getattr(torch, dtype)) * 3
@@ -81,7 +86,8 @@ def test_nvfp4_matches_reference(fi, torch, cuda, sm, fp4_output_is_real, rows: 
     assert rel < 0.15
 
 
-def test_mxfp4_matches_reference(fi, torch, cuda, sm, fp4_output_is_real) -> None:
+def test_mxfp4_matches_reference(fi: Any, torch: Any, cuda: Any, sm: int,
+                                 fp4_output_is_real: bool) -> None:
     if not hasattr(fi, "mxfp4_quantize"):
         pytest.skip(f"flashinfer {fi.__version__} has no mxfp4_quantize")
     torch.manual_seed(3)
@@ -95,7 +101,8 @@ def test_mxfp4_matches_reference(fi, torch, cuda, sm, fp4_output_is_real) -> Non
 
 @pytest.mark.parametrize("swizzled", [False, True], ids=["linear", "swizzled"])
 @pytest.mark.parametrize("rows", [128, 200])
-def test_host_dequantize_matches_reference(fi, torch, cuda, rows: int, swizzled: bool) -> None:
+def test_host_dequantize_matches_reference(fi: Any, torch: Any, cuda: Any, rows: int,
+                                           swizzled: bool) -> None:
     """e2m1_and_ufp8sf_scale_to_float on CPU tensors, fed the reference's own codes and
     scales: this works on every architecture, sm_90 included."""
     torch.manual_seed(rows)
@@ -110,7 +117,7 @@ def test_host_dequantize_matches_reference(fi, torch, cuda, rows: int, swizzled:
     torch.testing.assert_close(got.float(), want, rtol=1e-6, atol=0)
 
 
-def test_host_dequantize_code_table(fi, torch, cuda) -> None:
+def test_host_dequantize_code_table(fi: Any, torch: Any, cuda: Any) -> None:
     """Hand-packed codes 0..15 with unit scales dequantize to the e2m1 table exactly."""
     codes = torch.arange(16, dtype=torch.uint8).repeat(1, 1)
     packed = ref.pack_codes(codes)

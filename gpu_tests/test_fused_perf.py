@@ -5,6 +5,7 @@ into a failure with every rank's stack."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,7 @@ import fused_perf
 from fused_perf import WorkerHung, compare_all, main, sanity
 
 
-def _args(tmp_path, *extra: str) -> list[str]:
+def _args(tmp_path: Path, *extra: str) -> list[str]:
     old, new = tmp_path / "site-old", tmp_path / "site-new"
     old.mkdir(exist_ok=True)
     new.mkdir(exist_ok=True)
@@ -23,7 +24,7 @@ def _args(tmp_path, *extra: str) -> list[str]:
             "--rounds", "6", "--samples", "5", "--inner", "2", *extra]
 
 
-def test_two_installs_interleaved_with_the_gates_statistics(tmp_path) -> None:
+def test_two_installs_interleaved_with_the_gates_statistics(tmp_path: Path) -> None:
     assert main(_args(tmp_path, "--impl", "cpu")) == 0
     report = json.loads((tmp_path / "out" / "fused-2gpu.json").read_text())
     assert report["labels"] == ["baseline", "candidate"]
@@ -45,7 +46,7 @@ def test_two_installs_interleaved_with_the_gates_statistics(tmp_path) -> None:
     assert "| 8 | 16 |" in table and "New vs old" in table
 
 
-def test_one_install_gives_fused_vs_unfused_only(tmp_path) -> None:
+def test_one_install_gives_fused_vs_unfused_only(tmp_path: Path) -> None:
     args = _args(tmp_path, "--impl", "cpu")
     args[0:2] = []  # no --baseline
     main(args)
@@ -53,7 +54,7 @@ def test_one_install_gives_fused_vs_unfused_only(tmp_path) -> None:
     assert set(report["comparisons"]) == {"fused_vs_unfused/candidate"}
 
 
-def test_a_rank_that_stops_answering_fails_with_every_ranks_stack(tmp_path) -> None:
+def test_a_rank_that_stops_answering_fails_with_every_ranks_stack(tmp_path: Path) -> None:
     with pytest.raises(WorkerHung, match=r"ranks \[0, 1\] did not answer time") as info:
         main(_args(tmp_path, "--impl", "cpu-hang", "--timeout", "5"))
     text = str(info.value)
@@ -67,7 +68,8 @@ def test_a_rank_that_stops_answering_fails_with_every_ranks_stack(tmp_path) -> N
     ("t4096_h8192", 100e-6, False),   # HBM fine (2.7 TB/s) but 671 GB/s over the links
     ("t1_h4096", 5e-6, True),
 ])
-def test_sanity_rejects_figures_beyond_the_measured_ceilings(case, seconds, ok) -> None:
+def test_sanity_rejects_figures_beyond_the_measured_ceilings(case: str, seconds: float,
+                                                             ok: bool) -> None:
     why = sanity(case, 2, seconds, copy_bw=4.2e12, link_bw=400e9)
     assert (why is None) == ok
 
