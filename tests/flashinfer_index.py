@@ -28,6 +28,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from servers import QuietServer
 from wheels import build_wheel, metadata_of
 
 OLD = datetime.now(timezone.utc) - timedelta(days=60)
@@ -118,7 +119,7 @@ class FlashInferIndex:
 def flashinfer_index(root: Path) -> Iterator[FlashInferIndex]:
     root.mkdir(parents=True, exist_ok=True)
     handler: type[_Handler] = type("Handler", (_Handler,), {"failing": ()})
-    server_class = type("Server", (http.server.ThreadingHTTPServer,),
+    server_class = type("Server", (QuietServer,),
                         {"request_queue_size": 128})  # pages and metadata are read at once
     server = server_class(("127.0.0.1", 0), partial(handler, directory=str(root)))
     server.daemon_threads = True

@@ -190,6 +190,17 @@ class _FaultHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    """A loopback server whose clients may hang up early (what pinbump does to a hostile or
+    failing answer, and to reads it no longer needs): that is expected and prints nothing,
+    so it never lands in a test's captured stderr; anything else is a bug of the fixture."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, OSError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 class FaultServer(http.server.ThreadingHTTPServer):
     """A proxy in front of a real index that fails, or hangs, on purpose."""
 
@@ -294,7 +305,7 @@ class _HostileHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class HostileIndex(http.server.ThreadingHTTPServer):
+class HostileIndex(QuietServer):
     """A PEP 691 index on loopback whose pages, headers and files are whatever the test puts
     in ``routes``; ``publish`` builds a well-formed page from wheels the test built, which the
     test may then spoil."""
@@ -324,13 +335,6 @@ class HostileIndex(http.server.ThreadingHTTPServer):
         assert self.auth is not None
         user, password = self.auth
         return f"http://{user}:{password}@127.0.0.1:{self.server_address[1]}/simple"
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        """A client that hangs up early (what pinbump does to a hostile answer) is expected;
-        anything else is a bug of the fixture."""
-        exc = sys.exc_info()[1]
-        if not isinstance(exc, OSError):
-            super().handle_error(request, client_address)  # type: ignore[arg-type]
 
     def page(self, name: str, doc: object, *, raw: bytes | None = None) -> None:
         """Serve ``doc`` (any JSON value, or ``raw`` bytes) as the PEP 691 page of ``name``."""
