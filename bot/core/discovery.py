@@ -69,7 +69,7 @@ def _literal_lines(text: str) -> dict[str, list[int]]:
     return out
 
 
-_TOML_TYPES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
+_TOML_TYPES = {str: "a string", bool: "a boolean", int: "an integer", float: "a number",
                list: "an array", dict: "a table"}
 
 
@@ -181,7 +181,11 @@ def _uv_indexes(doc: dict[str, Any], path: str, lines: dict[str, list[int]]
     if not isinstance(uv, dict):
         return []
     named: dict[str, tuple[str, bool, bool]] = {}
-    for entry in uv.get("index", []) or []:
+    indexes = uv.get("index", [])
+    if not isinstance(indexes, list):
+        raise InputError(f"{path}: [tool.uv] index must be an array of tables "
+                         f"([[tool.uv.index]]), got {_kind(indexes)}; fix the file")
+    for entry in indexes:
         if isinstance(entry, dict) and isinstance(entry.get("url"), str):
             named[str(entry.get("name", entry["url"]))] = (
                 str(entry["url"]), bool(entry.get("explicit", False)),
