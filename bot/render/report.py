@@ -6,10 +6,6 @@ import io
 import re
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape as markup_escape
-from rich.table import Table
-
 from bot.core.edits import EditSet
 from bot.core.editset import edits_to_dict
 from bot.core.models import Plan
@@ -23,6 +19,8 @@ def escape(text: str) -> str:
     escaped, and control characters but the newline shown as escapes, so no escape sequence
     from an index or a repository reaches the terminal (a window title, a cleared screen,
     OSC 52 writing the clipboard)."""
+    from rich.markup import escape as markup_escape  # here: --json never loads rich
+
     return markup_escape(_TERMINAL_CONTROL.sub(lambda m: repr(m.group())[1:-1], text))
 
 
@@ -84,6 +82,9 @@ def plan_json(plan: Plan) -> str:
 
 
 def plan_text(plan: Plan, width: int = 120, color: bool = False) -> str:  # noqa: C901
+    from rich.console import Console  # here: --json never loads rich (50 ms of start-up)
+    from rich.table import Table
+
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=color, color_system=None if not
                       color else "auto", highlight=False)
