@@ -483,6 +483,8 @@ class _Scan:
     indexes: list[IndexDecl] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)
     args: dict[str, set[str]] = field(default_factory=dict)  # Docker ARG -> packages it feeds
+    tomls: list[TomlFile] = field(default_factory=list)
+    requirement_files: dict[str, RequirementsFile] = field(default_factory=dict)
 
 
 def _installs(path: str, text: str, scan: _Scan, *, section: str) -> dict[str, list[int]]:
@@ -666,7 +668,62 @@ def includes_of(files: Mapping[str, str], names: set[str]) -> set[str]:
     return {p for p in out if not p.startswith("..") and not os.path.isabs(p)}
 
 
-def find_pins(root: Path, files: Mapping[str, str], names: set[str],  # noqa: C901
+def _read_pins(rel: str, kind: str | None, text: str, state: _Scan,
+               parsed: Mapping[str, PyProject]) -> None:
+    """The first pass over one chosen file: its requirement pins (and its parsed form, for
+    the index declarations) and, for a Dockerfile, its ARGs."""
+    if kind == "pyproject":
+        toml = pyproject_pins(parsed[rel], state.names)
+        state.tomls.append(toml)
+        state.pins.extend(toml.pins)
+    elif kind == "requirements":
+        req = read_requirements(text, rel, state.names)
+        state.requirement_files[rel] = req
+        state.pins.extend(req.pins)
+    elif kind == "setup-py":
+        state.pins.extend(_setup_py(rel, text, state.names))
+    elif kind == "setup-cfg":
+        state.pins.extend(_setup_cfg(rel, text, state.names))
+    elif kind == "dockerfile":
+        _dockerfile(rel, text, state)
+
+
+def _requirement_indexes(state: _Scan) -> None:
+    """Index options of a requirements file serve the packages of that file and the files it
+    includes (pip reads them as one install)."""
+    files = state.requirement_files
+    for rel, req in files.items():
+        family = {os.path.normpath(str(Path(rel).parent / inc)).replace(os.sep, "/")
+                  for _, inc in req.includes} | {rel}
+        packages = frozenset(p.package for f in family for p in
+                             files.get(f, RequirementsFile()).pins)
+        for line, option, url in req.indexes:
+            state.indexes.append(IndexDecl(url, option, rel, line, packages))
+
+
+def _toml_indexes(state: _Scan) -> None:
+    """A pyproject's index declaration without packages serves the packages it pins."""
+    for toml in state.tomls:
+        mine = frozenset(p.package for p in toml.pins)
+        state.indexes.extend(d if d.packages else replace(d, packages=mine)
+                             for d in toml.indexes)
+
+
+def _not_read(includes: Iterable[str], files: Mapping[str, str],
+              undecodable: Mapping[str, str], skipped: Iterable[tuple[str, str]]
+              ) -> tuple[tuple[str, str], ...]:
+    """Files that may hold a pin and were not read, with why, sorted."""
+    missing = [(p, "named by -r/-c but not found") for p in sorted(includes)
+               if p not in files and p not in undecodable]
+    unread = [(p, f"not UTF-8 text ({why})") for p, why in undecodable.items()
+              if file_kind(p) is not None]
+    return tuple(sorted({*skipped, *unread, *missing}))
+
+
+_PIN_KINDS = ("pyproject", "requirements", "setup-py", "setup-cfg", "dockerfile", "shell", "json")
+
+
+def find_pins(root: Path, files: Mapping[str, str], names: set[str],
               undecodable: Mapping[str, str] = MappingProxyType({}),
               pyprojects: Sequence[PyProject] | None = None, *, lead: str = "",
               skipped: Iterable[tuple[str, str]] = (), also: Iterable[str] = ()) -> Target:
@@ -679,30 +736,12 @@ def find_pins(root: Path, files: Mapping[str, str], names: set[str],  # noqa: C9
     lead = lead or ("flashinfer-python" if "flashinfer-python" in names
                     else next(iter(sorted(names)), ""))
     state = _Scan(names=names, lead=lead)
-    tomls: list[TomlFile] = []
-    requirement_files: dict[str, RequirementsFile] = {}
     includes = includes_of(files, names) | set(also)  # `files` globs: requirements format
-    kinds = ("pyproject", "requirements", "setup-py", "setup-cfg", "dockerfile", "shell",
-             "json")
-    chosen = pin_files(files, kinds) + sorted(
+    chosen = pin_files(files, _PIN_KINDS) + sorted(
         p for p in includes if p in files and file_kind(p) != "requirements")
     for rel in chosen:
         kind = "requirements" if rel in includes else file_kind(rel)
-        text = files[rel]
-        if kind == "pyproject":
-            toml = pyproject_pins(parsed[rel], names)
-            tomls.append(toml)
-            state.pins.extend(toml.pins)
-        elif kind == "requirements":
-            req = read_requirements(text, rel, names)
-            requirement_files[rel] = req
-            state.pins.extend(req.pins)
-        elif kind == "setup-py":
-            state.pins.extend(_setup_py(rel, text, names))
-        elif kind == "setup-cfg":
-            state.pins.extend(_setup_cfg(rel, text, names))
-        elif kind == "dockerfile":
-            _dockerfile(rel, text, state)
+        _read_pins(rel, kind, files[rel], state, parsed)
     for rel in chosen:
         if file_kind(rel) == "shell":
             _shell(rel, files[rel], state)
@@ -710,24 +749,9 @@ def find_pins(root: Path, files: Mapping[str, str], names: set[str],  # noqa: C9
     for rel in chosen:
         if file_kind(rel) == "json":
             _json(rel, files[rel], state, arg_names)
-    # Index options of a requirements file serve the packages of that file and the files it
-    # includes (pip reads them as one install).
-    for rel, req in requirement_files.items():
-        family = {os.path.normpath(str(Path(rel).parent / inc)).replace(os.sep, "/")
-                  for _, inc in req.includes} | {rel}
-        packages = frozenset(p.package for f in family for p in
-                             requirement_files.get(f, RequirementsFile()).pins)
-        for line, option, url in req.indexes:
-            state.indexes.append(IndexDecl(url, option, rel, line, packages))
-    for toml in tomls:
-        mine = frozenset(p.package for p in toml.pins)
-        state.indexes.extend(d if d.packages else replace(d, packages=mine)
-                             for d in toml.indexes)
-    missing = [(p, "named by -r/-c but not found") for p in sorted(includes)
-               if p not in files and p not in undecodable]
-    unread = [(p, f"not UTF-8 text ({why})") for p, why in undecodable.items()
-              if file_kind(p) is not None]
-    return Target(root=root, tomls=tuple(tomls), pins=tuple(state.pins),
+    _requirement_indexes(state)
+    _toml_indexes(state)
+    return Target(root=root, tomls=tuple(state.tomls), pins=tuple(state.pins),
                   indexes=tuple(state.indexes),
                   cuda_variants=tuple(dict.fromkeys(state.variants)),
-                  skipped=tuple(sorted({*skipped, *unread, *missing})))
+                  skipped=_not_read(includes, files, undecodable, skipped))
