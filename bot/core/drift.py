@@ -273,7 +273,116 @@ def _column(lines: Sequence[str], node: ast.expr) -> int:
     return len(line.encode("utf-8")[:node.col_offset].decode("utf-8", "replace"))
 
 
-def scan_source(file: str, text: str, roots: set[str]) -> list[CallSite]:  # noqa: C901
+@dataclass
+class _Nodes:
+    """What one walk of a module collects for the scanner."""
+
+    assigns: list[tuple[list[ast.expr], ast.expr, _Scope]] = field(default_factory=list)
+    calls: list[tuple[ast.Call, _Scope]] = field(default_factory=list)
+    strings: list[ast.Constant] = field(default_factory=list)
+    imported: bool = False
+
+
+def _collect(tree: ast.AST, resolver: _Resolver) -> _Nodes:
+    """Imports are bound as they are met; assignments, calls and string constants are kept
+    for the later passes."""
+    nodes = _Nodes()
+    for node, scope in _walk_scoped(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            resolver.bind_import(node, scope)
+            nodes.imported = True
+        elif isinstance(node, ast.Assign):
+            nodes.assigns.append((node.targets, node.value, scope))
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            nodes.assigns.append(([node.target], node.value, scope))
+        elif isinstance(node, ast.Call):
+            nodes.calls.append((node, scope))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            nodes.strings.append(node)
+    return nodes
+
+
+class _Sites:
+    """The call sites and references of one file, each once (the first one added wins)."""
+
+    def __init__(self, file: str, text: str, roots: set[str]) -> None:
+        self.file = file
+        self.roots = roots
+        self.lines = text.splitlines()
+        self.sites: dict[tuple[int, int, str, str], CallSite] = {}
+        self.called: set[tuple[int, str]] = set()  # (line, path) of every resolved call
+
+    def add(self, node: ast.expr, path: str, kind: str, via: str, call: ast.Call | None = None
+            ) -> None:
+        if path.split(".")[0] not in self.roots:
+            return
+        line = node.lineno
+        lines = self.lines
+        text_line = lines[line - 1].strip()[:160] if line - 1 < len(lines) else ""
+        args = call.args if call is not None else []
+        keywords = call.keywords if call is not None else []
+        site = CallSite(
+            file=self.file, line=line, column=_column(lines, node), path=path,
+            positional=sum(1 for a in args if not isinstance(a, ast.Starred)),
+            keywords=tuple(k.arg for k in keywords if k.arg is not None),
+            star_args=any(isinstance(a, ast.Starred) for a in args),
+            star_kwargs=any(k.arg is None for k in keywords),
+            text=text_line, kind=kind, via=via)
+        self.sites.setdefault((site.line, site.column, site.kind, site.path), site)
+
+    def reference(self, node: ast.expr, path: str, via: str) -> None:
+        """A reference, unless a call of the same path on the same line was found."""
+        if (node.lineno, path) not in self.called:
+            self.add(node, path, "reference", via)
+
+    def sorted(self) -> list[CallSite]:
+        return sorted(self.sites.values(), key=lambda s: (s.line, s.column, s.kind != "call"))
+
+
+def _calls(out: _Sites, nodes: _Nodes, resolver: _Resolver) -> None:
+    for node, scope in nodes.calls:
+        path = resolver.resolve(node.func, scope)
+        if path is not None:
+            out.add(node, path, "call", "", node)
+            out.called.add((node.lineno, path))
+
+
+def _attribute_probes(out: _Sites, nodes: _Nodes, resolver: _Resolver) -> None:
+    """``getattr(mod, "name")`` and ``hasattr(mod, "name")``."""
+    for node, scope in nodes.calls:
+        func = _syntax_name(node.func)
+        if func not in ("getattr", "hasattr") or len(node.args) < 2:
+            continue
+        base, name = resolver.resolve(node.args[0], scope), _string_arg(node, 1)
+        if base and name and _IDENT.match(name):
+            out.reference(node, f"{base}.{name}", func)
+
+
+def _string_pairs(out: _Sites, tree: ast.AST) -> set[int]:
+    """``("flashinfer.gemm", "Name")`` side by side in a tuple, list or call; returns the ids
+    of the module strings so paired."""
+    paired: set[int] = set()
+    for seq in [n for n in ast.walk(tree) if isinstance(n, (ast.Tuple, ast.List, ast.Call))]:
+        items = seq.args if isinstance(seq, ast.Call) else seq.elts
+        for first, second in pairwise(items):
+            module = _dotted_string(first.value, out.roots) \
+                if isinstance(first, ast.Constant) else None
+            attr: object = second.value if isinstance(second, ast.Constant) else None
+            if module and isinstance(attr, str) and _IDENT.match(attr):
+                paired.add(id(first))
+                out.reference(first, f"{module}.{attr}", "string")
+    return paired
+
+
+def _dotted_strings(out: _Sites, nodes: _Nodes, paired: set[int]) -> None:
+    """A lone string naming something inside a root ("flashinfer.gemm.Runner")."""
+    for node in nodes.strings:
+        module = _dotted_string(node.value, out.roots)
+        if module and id(node) not in paired and "." in module:
+            out.add(node, module, "reference", "string")
+
+
+def scan_source(file: str, text: str, roots: set[str]) -> list[CallSite]:
     """Calls into ``roots`` (import names) and references to them, anywhere in the file:
     every import form, modules bound to names or attributes (``x = comm``,
     ``self._comm = flashinfer.comm``, ``global`` assignments in ``try:``), ``getattr``,
@@ -285,82 +394,24 @@ def scan_source(file: str, text: str, roots: set[str]) -> list[CallSite]:  # noq
     except (SyntaxError, ValueError):
         return []  # not valid Python: nothing we can map
     resolver = _Resolver(roots)
-    assigns: list[tuple[list[ast.expr], ast.expr, _Scope]] = []
-    calls: list[tuple[ast.Call, _Scope]] = []
-    strings: list[ast.expr] = []
-    imported = False
-    for node, scope in _walk_scoped(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            resolver.bind_import(node, scope)
-            imported = True
-        elif isinstance(node, ast.Assign):
-            assigns.append((node.targets, node.value, scope))
-        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-            assigns.append(([node.target], node.value, scope))
-        elif isinstance(node, ast.Call):
-            calls.append((node, scope))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            strings.append(node)
-    if not imported and not any(_dotted_string(s.value, roots)  # type: ignore[attr-defined]
-                                for s in strings):
+    nodes = _collect(tree, resolver)
+    if not nodes.imported and not any(_dotted_string(s.value, roots) for s in nodes.strings):
         return []
     for _ in range(8):  # a binding may use one made later in the file (x = comm)
-        if not any([resolver.bind_assign(t, v, sc) for t, v, sc in assigns]):
+        if not any([resolver.bind_assign(t, v, sc) for t, v, sc in nodes.assigns]):
             break
-    lines = text.splitlines()
-    sites: dict[tuple[int, int, str, str], CallSite] = {}
-
-    def add(node: ast.expr, path: str, kind: str, via: str, call: ast.Call | None = None
-            ) -> None:
-        if path.split(".")[0] not in roots:
-            return
-        line = node.lineno
-        text_line = lines[line - 1].strip()[:160] if line - 1 < len(lines) else ""
-        args = call.args if call is not None else []
-        keywords = call.keywords if call is not None else []
-        site = CallSite(
-            file=file, line=line, column=_column(lines, node), path=path,
-            positional=sum(1 for a in args if not isinstance(a, ast.Starred)),
-            keywords=tuple(k.arg for k in keywords if k.arg is not None),
-            star_args=any(isinstance(a, ast.Starred) for a in args),
-            star_kwargs=any(k.arg is None for k in keywords),
-            text=text_line, kind=kind, via=via)
-        sites.setdefault((site.line, site.column, site.kind, site.path), site)
-
-    called: set[tuple[int, str]] = set()
-    for node, scope in calls:
-        path = resolver.resolve(node.func, scope)
-        if path is not None:
-            add(node, path, "call", "", node)
-            called.add((node.lineno, path))
-    paired: set[int] = set()
-    for node, scope in calls:
-        func = _syntax_name(node.func)
-        if func in ("getattr", "hasattr") and len(node.args) >= 2:
-            base, name = resolver.resolve(node.args[0], scope), _string_arg(node, 1)
-            if base and name and _IDENT.match(name) and (node.lineno, f"{base}.{name}") \
-                    not in called:
-                add(node, f"{base}.{name}", "reference", func)
-    for seq in [n for n in ast.walk(tree) if isinstance(n, (ast.Tuple, ast.List, ast.Call))]:
-        items = seq.args if isinstance(seq, ast.Call) else seq.elts
-        for first, second in pairwise(items):
-            module = _dotted_string(first.value, roots) \
-                if isinstance(first, ast.Constant) else None
-            attr: object = second.value if isinstance(second, ast.Constant) else None
-            if module and isinstance(attr, str) and _IDENT.match(attr):
-                paired.add(id(first))
-                if (first.lineno, f"{module}.{attr}") not in called:
-                    add(first, f"{module}.{attr}", "reference", "string")
-    for node in strings:
-        module = _dotted_string(node.value, roots)  # type: ignore[attr-defined]
-        if module and id(node) not in paired and "." in module:
-            add(node, module, "reference", "string")
-    return sorted(sites.values(), key=lambda s: (s.line, s.column, s.kind != "call"))
+    out = _Sites(file, text, roots)
+    _calls(out, nodes, resolver)
+    _attribute_probes(out, nodes, resolver)
+    paired = _string_pairs(out, tree)
+    _dotted_strings(out, nodes, paired)
+    return out.sorted()
 
 
 # -- comparing signatures ------------------------------------------------------------------
-def describe_changes(old: Signature, new: Signature) -> list[str]:  # noqa: C901
-    """Human one-liners for what changed between two signatures."""
+def _new_params(old: Signature, new: Signature) -> tuple[list[str], set[str]]:
+    """Parameters only ``new`` has: renamed (same slot and kind, old name gone), inserted
+    before a positional parameter, new required or new optional; and the old names renamed."""
     out: list[str] = []
     old_names = [p.name for p in old.params]
     new_names = [p.name for p in new.params]
@@ -380,13 +431,21 @@ def describe_changes(old: Signature, new: Signature) -> list[str]:  # noqa: C901
             out.append(f"new required parameter `{p.name}`")
         else:
             out.append(f"new optional parameter `{p.render()}`")
-    for p in old.params:
-        if p.name not in new_names and p.name not in renamed:
-            out.append(f"parameter `{p.name}` removed")
+    return out, renamed
+
+
+def _reordered(old: Signature, new: Signature) -> bool:
+    """The positional parameters both have, in another order."""
+    old_names = {p.name for p in old.params}
+    new_names = {p.name for p in new.params}
     old_pos = [n for n in (q.name for q in old.positionals) if n in new_names]
     new_pos = [n for n in (q.name for q in new.positionals) if n in old_names]
-    if old_pos != new_pos and sorted(old_pos) == sorted(new_pos):
-        out.append("positional parameters reordered")
+    return old_pos != new_pos and sorted(old_pos) == sorted(new_pos)
+
+
+def _kept_params(old: Signature, new: Signature) -> list[str]:
+    """Parameters both have whose kind or default changed."""
+    out: list[str] = []
     for p in old.params:
         q = new.param(p.name)
         if q is None:
@@ -398,6 +457,18 @@ def describe_changes(old: Signature, new: Signature) -> list[str]:  # noqa: C901
                 out.append(f"`{p.name}` is now required")
             else:
                 out.append(f"default of `{p.name}` changed: {p.default} -> {q.default}")
+    return out
+
+
+def describe_changes(old: Signature, new: Signature) -> list[str]:
+    """Human one-liners for what changed between two signatures."""
+    out, renamed = _new_params(old, new)
+    new_names = {p.name for p in new.params}
+    out += [f"parameter `{p.name}` removed" for p in old.params
+            if p.name not in new_names and p.name not in renamed]
+    if _reordered(old, new):
+        out.append("positional parameters reordered")
+    out += _kept_params(old, new)
     if new.deprecated and not old.deprecated:
         out.append(f"deprecated ({new.deprecated})")
     return out
