@@ -336,55 +336,79 @@ def dockerfile_ties(text: str, bumps: Sequence[Bump], configured: Mapping[str, s
     return out
 
 
-def edit_dockerfile(path: str, text: str, bumps: Sequence[Bump],  # noqa: C901
+@dataclass
+class _DockerfileEdit:
+    """One Dockerfile being edited: its lines, the edits and notes so far, and every ARG's
+    defaults (to refuse one file that gives an ARG two different defaults)."""
+
+    path: str
+    lines: list[str]
+    bumps: Sequence[Bump]
+    uses: Mapping[str, set[str]]
+    configured: Mapping[str, str]
+    edits: list[Edit] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    defaults: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+
+    def assignments(self, index: int, op: str, rest: str) -> None:
+        """``ARG``/``ENV`` defaults tied to a bump move to its new version."""
+        line = self.lines[index]
+        new_line = line
+        for a in _ASSIGN.finditer(rest):
+            name, value = a.group("name"), a.group("value")
+            if op == "ARG":
+                self.defaults.setdefault(name, []).append((index + 1, value))
+            bump = _bump_for(value, name, self.bumps, self.uses, self.configured)
+            if isinstance(bump, str):
+                self.notes.append(f"{self.path}:{index + 1}: {op} {name}={value} left "
+                                  f"unchanged: {bump}")
+            elif bump is not None:
+                new_line = re.sub(rf"(\b{name}=[\"']?){re.escape(value)}(?=[\"']?(\s|$))",
+                                  rf"\g<1>{bump.new}", new_line, count=1)
+        _replace_line(self.lines, index, new_line, self.path, "dockerfile-arg", self.edits)
+
+    def run_pins(self, start: int, end: int) -> None:
+        """Literal pins of group packages in a ``RUN`` (over its continuation lines)."""
+        by_name = {b.package: b for b in self.bumps}
+
+        def sub(p: re.Match[str]) -> str:
+            bump = by_name.get(canonicalize_name(p.group("name")))
+            if bump is None or p.group("version") not in bump.old:
+                return p.group(0)
+            return p.group(0)[: p.start("version") - p.start()] + bump.new
+
+        for i in range(start, end + 1):
+            _replace_line(self.lines, i, _RUN_PIN.sub(sub, self.lines[i]), self.path,
+                          "dockerfile-run", self.edits)
+
+    def check_defaults(self) -> None:
+        """One ARG with different defaults in one file, one of them a version that moves."""
+        relevant = {v for b in self.bumps for v in (*b.old, b.new)}
+        for name, values in self.defaults.items():
+            distinct = {v for _, v in values if v}
+            if len(distinct) > 1 and distinct & relevant:
+                where = ", ".join(f"line {n} ({v})" for n, v in values if v)
+                raise DockerfileConflict(f"{self.path}: ARG {name} has different defaults in "
+                                         f"one file: {where}; make them agree, then run again. "
+                                         "Nothing was written")
+
+
+def edit_dockerfile(path: str, text: str, bumps: Sequence[Bump],
                     configured: Mapping[str, str] = {}) -> tuple[FileEdit, list[str]]:
     """Edit the ARG/ENV defaults tied to a group package, and RUN pins of group packages;
     returns the edit and a note for each default holding an old version that stays."""
-    lines = _lines(text)
-    edits: list[Edit] = []
-    notes: list[str] = []
-    defaults: dict[str, list[tuple[int, str]]] = {}
-    relevant = {v for b in bumps for v in (*b.old, b.new)}
-    by_name = {b.package: b for b in bumps}
-    uses = dockerfile_uses(text)
-    for start, end in _logical_lines(lines):
-        m = _INSTRUCTION.match(lines[start])
+    work = _DockerfileEdit(path, _lines(text), bumps, dockerfile_uses(text), configured)
+    for start, end in _logical_lines(work.lines):
+        m = _INSTRUCTION.match(work.lines[start])
         if not m:
             continue
         op = m.group("op").upper()
         if op in ("ARG", "ENV"):
-            line = lines[start]
-            new_line = line
-            for a in _ASSIGN.finditer(m.group("rest")):
-                name, value = a.group("name"), a.group("value")
-                if op == "ARG":
-                    defaults.setdefault(name, []).append((start + 1, value))
-                bump = _bump_for(value, name, bumps, uses, configured)
-                if isinstance(bump, str):
-                    notes.append(f"{path}:{start + 1}: {op} {name}={value} left unchanged: "
-                                 f"{bump}")
-                elif bump is not None:
-                    new_line = re.sub(rf"(\b{name}=[\"']?){re.escape(value)}(?=[\"']?(\s|$))",
-                                      rf"\g<1>{bump.new}", new_line, count=1)
-            _replace_line(lines, start, new_line, path, "dockerfile-arg", edits)
+            work.assignments(start, op, m.group("rest"))
         elif op == "RUN":
-            for i in range(start, end + 1):
-                def sub(p: re.Match[str]) -> str:
-                    bump = by_name.get(canonicalize_name(p.group("name")))
-                    if bump is None or p.group("version") not in bump.old:
-                        return p.group(0)
-                    return p.group(0)[: p.start("version") - p.start()] + bump.new
-
-                _replace_line(lines, i, _RUN_PIN.sub(sub, lines[i]), path, "dockerfile-run",
-                              edits)
-    for name, values in defaults.items():
-        distinct = {v for _, v in values if v}
-        if len(distinct) > 1 and distinct & relevant:
-            where = ", ".join(f"line {n} ({v})" for n, v in values if v)
-            raise DockerfileConflict(f"{path}: ARG {name} has different defaults in one file: "
-                                     f"{where}; make them agree, then run again. Nothing was "
-                                     "written")
-    return FileEdit(path, text, "".join(lines), edits), notes
+            work.run_pins(start, end)
+    work.check_defaults()
+    return FileEdit(path, text, "".join(work.lines), work.edits), work.notes
 
 
 def dockerfile_args(text: str) -> dict[str, set[str]]:
@@ -439,7 +463,52 @@ def _literal_span(lines: list[bytes], node: ast.Constant) -> tuple[int, int, int
     return index, node.col_offset, node.end_col_offset, prefix + quote
 
 
-def edit_assertions(path: str, text: str, bumps: Sequence[Bump]) -> FileEdit:  # noqa: C901
+def _parse_python(path: str, text: str) -> ast.Module:
+    try:
+        return ast.parse(text, filename=path)
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None) or 1
+        message = getattr(exc, "msg", None) or str(exc)
+        raise InputError(f"{path}:{line}: cannot parse Python ({message}); fix the file "
+                         "first") from None
+
+
+_Spans = dict[int, list[tuple[int, int, bytes]]]  # line index -> (start byte, end byte, new)
+
+
+def _assertion_bump(call: ast.Call, by_name: Mapping[str, Bump], olds: set[str]
+                    ) -> tuple[Bump, list[ast.Constant]] | None:
+    """The one bump a call's string arguments name beside an old version, and those strings;
+    None for a call naming no package, or two (whose version would it be?)."""
+    strings = _string_args(call)
+    if not any(s.value in olds for s in strings):
+        return None
+    named = [by_name[n] for s in strings if _PACKAGE_WORD.fullmatch(str(s.value))
+             and (n := canonicalize_name(str(s.value))) in by_name]
+    return (named[0], strings) if len(named) == 1 else None
+
+
+def _assertion_spans(module: ast.Module, raw_lines: list[bytes], bumps: Sequence[Bump],
+                     olds: set[str]) -> _Spans:
+    """Where each old version literal of a version check sits, and its new text."""
+    by_name = {b.package: b for b in bumps}
+    spans: _Spans = {}
+    for node in ast.walk(module):
+        found = _assertion_bump(node, by_name, olds) if isinstance(node, ast.Call) else None
+        if found is None:
+            continue
+        bump, strings = found
+        for s in strings:
+            span = _literal_span(raw_lines, s) if s.value in bump.old else None
+            if span is not None:
+                index, start, end, opening = span
+                closing = opening.lstrip("rRuU")
+                spans.setdefault(index, []).append(
+                    (start, end, f"{opening}{bump.new}{closing}".encode()))
+    return spans
+
+
+def edit_assertions(path: str, text: str, bumps: Sequence[Bump]) -> FileEdit:
     """Version checks in Python: a call whose string arguments hold a package and its version.
 
     Found through Python's own syntax tree (``ast``: a file costs one parse at C speed; files
@@ -448,37 +517,10 @@ def edit_assertions(path: str, text: str, bumps: Sequence[Bump]) -> FileEdit:  #
     olds = {v for b in bumps for v in b.old}
     if not any(v in text for v in olds):
         return FileEdit(path, text, text)
-    try:
-        module = ast.parse(text, filename=path)
-    except (SyntaxError, ValueError) as exc:
-        line = getattr(exc, "lineno", None) or 1
-        message = getattr(exc, "msg", None) or str(exc)
-        raise InputError(f"{path}:{line}: cannot parse Python ({message}); fix the file "
-                         "first") from None
-    by_name = {b.package: b for b in bumps}
+    module = _parse_python(path, text)
     old_lines = _PY_LINE.findall(text)  # lines as Python numbers them (not at \f or \x1c)
     raw_lines = [line.encode("utf-8") for line in old_lines]
-    spans: dict[int, list[tuple[int, int, bytes]]] = {}  # line index -> (start, end, new)
-    for node in ast.walk(module):
-        if not isinstance(node, ast.Call):
-            continue
-        strings = _string_args(node)
-        if not any(s.value in olds for s in strings):
-            continue
-        named = [by_name[n] for s in strings if _PACKAGE_WORD.fullmatch(str(s.value))
-                 and (n := canonicalize_name(str(s.value))) in by_name]
-        if len(named) != 1:  # none, or two packages: whose version would it be?
-            continue
-        bump = named[0]
-        for s in strings:
-            if s.value not in bump.old:
-                continue
-            span = _literal_span(raw_lines, s)
-            if span is not None:
-                index, start, end, opening = span
-                closing = opening.lstrip("rRuU")
-                spans.setdefault(index, []).append(
-                    (start, end, f"{opening}{bump.new}{closing}".encode()))
+    spans = _assertion_spans(module, raw_lines, bumps, olds)
     if not spans:
         return FileEdit(path, text, text)
     new_lines = list(old_lines)
