@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot.core.config import Policy
@@ -70,54 +71,85 @@ def _chain(first: FileEdit, second: FileEdit) -> FileEdit:
     return FileEdit(first.path, first.old, second.new, first.edits + second.edits)
 
 
-def compute_edits(plan: Plan, policy: Policy, files: Mapping[str, str],  # noqa: C901
-                  resumed: Sequence[Bump] = ()) -> tuple[EditSet, list[str]]:
-    """Every edit the plan needs over ``files`` (path -> text), validated; plus notes.
-    ``resumed``: the bumps of an interrupted apply, finished by this one."""
-    group = policy.active_group
-    bumps = apply_bumps(plan, policy, resumed)
-    lead = next((b for b in bumps if b.package == group.lead), None)
-    names = set(group.members)
-    by_file: dict[str, list[tuple[Pin, str]]] = {}
-    literals: dict[str, list[tuple[Pin, str]]] = {}
+_PinEdits = dict[str, list[tuple[Pin, str]]]  # file -> (pin, its new specifier or version)
+
+
+def _pins_by_file(plan: Plan) -> tuple[_PinEdits, _PinEdits]:
+    """The plan's requirement pins (with their new specifier) and literal pins (with their
+    new version), per file."""
+    requirements: _PinEdits = {}
+    literals: _PinEdits = {}
     for change in plan.changes:
         for pin in change.pins:
             if pin.kind == "literal":
                 new = change.specifier_after.lstrip("=")
                 literals.setdefault(pin.file, []).append((pin, new))
             else:
-                by_file.setdefault(pin.file, []).append((pin, change.specifier_after))
-    results: dict[str, FileEdit] = {}
-    notes: list[str] = []
-    for path, pins in by_file.items():
+                requirements.setdefault(pin.file, []).append((pin, change.specifier_after))
+    return requirements, literals
+
+
+def _requirement_edits(requirements: _PinEdits, files: Mapping[str, str], names: set[str]
+                       ) -> dict[str, FileEdit]:
+    results = {}
+    for path, pins in requirements.items():
         edit = edit_requirements(path, files[path], pins)
         validate_requirements(edit, names, {
             (pin.package, spec): pin.requirement for pin, spec in pins})
         results[path] = edit
-    patterns = (*BUILTIN_DOC_PATTERNS, *policy.doc_patterns)
+    return results
+
+
+@dataclass
+class _OtherFiles:
+    """Everything but requirement pins: Dockerfiles, version checks in Python, literal pins
+    and documented examples; each file's editors run in that order, over one text."""
+
+    policy: Policy
+    bumps: Sequence[Bump]
+    literals: _PinEdits
+    lead: Bump | None
+    notes: list[str] = field(default_factory=list)
+
+    def edit(self, path: str, text: str) -> FileEdit:
+        edit = FileEdit(path, text, text)
+        if is_dockerfile(path):
+            edit, more = edit_dockerfile(path, text, self.bumps, self.policy.dockerfile_args)
+            if path in self.literals:
+                edit = _chain(edit, edit_literals(path, edit.new, self.literals.pop(path)))
+            validate_dockerfile(edit, self.bumps, self.policy.dockerfile_args)
+            self.notes += more
+        elif path.endswith(".py"):
+            edit = edit_assertions(path, text, self.bumps)
+        if path in self.literals:
+            edit = _chain(edit, edit_literals(path, edit.new, self.literals.pop(path)))
+        if path.endswith(DOC_SUFFIXES):
+            patterns = (*BUILTIN_DOC_PATTERNS, *self.policy.doc_patterns)
+            edit = _chain(edit, edit_docs(path, edit.new, self.lead, patterns))
+        if path.endswith(".py") and edit.edits:
+            _compiles(edit)
+        return edit
+
+
+def compute_edits(plan: Plan, policy: Policy, files: Mapping[str, str],
+                  resumed: Sequence[Bump] = ()) -> tuple[EditSet, list[str]]:
+    """Every edit the plan needs over ``files`` (path -> text), validated; plus notes.
+    ``resumed``: the bumps of an interrupted apply, finished by this one."""
+    group = policy.active_group
+    bumps = apply_bumps(plan, policy, resumed)
+    lead = next((b for b in bumps if b.package == group.lead), None)
+    requirements, literals = _pins_by_file(plan)
+    results = _requirement_edits(requirements, files, set(group.members))
+    others = _OtherFiles(policy, bumps, literals, lead)
     for path, text in files.items():
         if path in results:
             continue
-        edit = FileEdit(path, text, text)
-        if is_dockerfile(path):
-            edit, more = edit_dockerfile(path, text, bumps, policy.dockerfile_args)
-            if path in literals:
-                edit = _chain(edit, edit_literals(path, edit.new, literals.pop(path)))
-            validate_dockerfile(edit, bumps, policy.dockerfile_args)
-            notes += more
-        elif path.endswith(".py"):
-            edit = edit_assertions(path, text, bumps)
-        if path in literals:
-            edit = _chain(edit, edit_literals(path, edit.new, literals.pop(path)))
-        if path.endswith(DOC_SUFFIXES):
-            edit = _chain(edit, edit_docs(path, edit.new, lead, patterns))
-        if path.endswith(".py") and edit.edits:
-            _compiles(edit)
+        edit = others.edit(path, text)
         if edit.edits:
             results[path] = edit
     after = {p: (results[p].new if p in results else t) for p, t in files.items()}
     changed = [results[p] for p in sorted(results) if results[p].new != results[p].old]
-    return EditSet(files=changed, left_unchanged=left_unchanged(after, bumps)), notes
+    return EditSet(files=changed, left_unchanged=left_unchanged(after, bumps)), others.notes
 
 
 def _compiles(edit: FileEdit) -> None:
