@@ -111,19 +111,16 @@ class Context:
 
 
 # -- screening one version ------------------------------------------------------------------
-def screen(ctx: Context, package: str, version: Version, files: Sequence[DistFile],  # noqa: C901
-           *, exempt_age: bool = False, current: bool = False) -> str | _Hidden | None:
-    """None when ``package`` ``version`` may be used; else why not (or HIDDEN).
+def _unpublished(ctx: Context, files: Sequence[DistFile]) -> bool:
+    """Not yet published on the --as-of day: not even a rejection."""
+    installable = [f for f in files if ctx.env.installable(f)]
+    uploaded = first_upload(ctx, installable) if installable else None
+    return uploaded is not None and uploaded > ctx.now
 
-    The current pin (``current``) is exempt from the age, known-bad, yanked and platform
-    checks: what is installed today never causes a downgrade; a warning says what is wrong."""
+
+def _policy_problem(ctx: Context, package: str, version: Version, current: bool) -> str | None:
+    """Known bad (the current pin only warns), capped, or a pre-release not allowed."""
     policy = ctx.policy
-    if ctx.as_of and files and not (current or exempt_age):  # not yet published that day:
-        # not even a rejection (the current pin is judged below, with its own message)
-        installable = [f for f in files if ctx.env.installable(f)]
-        uploaded = first_upload(ctx, installable) if installable else None
-        if uploaded is not None and uploaded > ctx.now:
-            return HIDDEN
     bad = policy.known_bad_entry(package, version)
     if bad is not None:
         if not current:
@@ -135,26 +132,39 @@ def screen(ctx: Context, package: str, version: Version, files: Sequence[DistFil
         return f"capped below {cap} by {policy.source}"
     if version.is_prerelease and not policy.prereleases_allowed(package):
         return "pre-release (allow with allow-prereleases)"
+    return None
+
+
+def _live(ctx: Context, package: str, version: Version, files: Sequence[DistFile],
+          current: bool) -> list[DistFile] | str:
+    """The files not yanked; why not when all are (the current pin keeps them, warned)."""
     live = [f for f in files if f.yanked is None]
-    if not live:
-        why = next((f.yanked for f in files if f.yanked), "")
-        if not current:
-            return f"yanked{': ' + why if why else ''}"
-        ctx.warn(f"{package} {version} (pinned) is yanked{': ' + why if why else ''}; kept "
-                 "until a newer complete set exists (never downgraded)")
-        live = list(files)
+    if live:
+        return live
+    why = next((f.yanked for f in files if f.yanked), "")
+    if not current:
+        return f"yanked{': ' + why if why else ''}"
+    ctx.warn(f"{package} {version} (pinned) is yanked{': ' + why if why else ''}; kept "
+             "until a newer complete set exists (never downgraded)")
+    return list(files)
+
+
+def _wheels(ctx: Context, live: Sequence[DistFile], current: bool) -> list[DistFile] | str:
+    """The wheels installable here; why not when none is, or (but for the current pin) when
+    a deployed platform or Python has none."""
     wheels = [f for f in live if ctx.env.installable(f)]
     if not wheels:
         return f"no wheel installable on {ctx.env.describe()}"
     missing = ctx.env.missing(wheels)
     if missing and not current:
         return f"no wheel for {'; '.join(missing)}"
-    if exempt_age or current:
-        if current and ctx.as_of and package == ctx.group.lead:
-            uploaded = first_upload(ctx, wheels)
-            if uploaded is not None and uploaded > ctx.now:
-                return HIDDEN  # pinned, but not yet published on the --as-of day
-        return None
+    return wheels
+
+
+def _age_problem(ctx: Context, wheels: Sequence[DistFile]) -> str | _Hidden | None:
+    """Too new for min-release-age, of unknown age where age matters, or not yet uploaded
+    on the --as-of day."""
+    policy = ctx.policy
     uploaded = first_upload(ctx, wheels)
     if uploaded is None:
         if ctx.as_of or policy.min_release_age_days > 0:
@@ -168,6 +178,32 @@ def screen(ctx: Context, package: str, version: Version, files: Sequence[DistFil
         return (f"too new: uploaded {ctx.fmt_age(age)} before "
                 f"{'--as-of' if ctx.as_of else 'now'}; minimum release age is "
                 f"{policy.min_release_age_days:g} days")
+    return None
+
+
+def screen(ctx: Context, package: str, version: Version, files: Sequence[DistFile],
+           *, exempt_age: bool = False, current: bool = False) -> str | _Hidden | None:
+    """None when ``package`` ``version`` may be used; else why not (or HIDDEN).
+
+    The current pin (``current``) is exempt from the age, known-bad, yanked and platform
+    checks: what is installed today never causes a downgrade; a warning says what is wrong."""
+    if ctx.as_of and files and not (current or exempt_age) and _unpublished(ctx, files):
+        return HIDDEN  # the current pin is judged below, with its own message
+    problem = _policy_problem(ctx, package, version, current)
+    if problem is not None:
+        return problem
+    live = _live(ctx, package, version, files, current)
+    if isinstance(live, str):
+        return live
+    wheels = _wheels(ctx, live, current)
+    if isinstance(wheels, str):
+        return wheels
+    if not (exempt_age or current):
+        return _age_problem(ctx, wheels)
+    if current and ctx.as_of and package == ctx.group.lead:
+        uploaded = first_upload(ctx, wheels)
+        if uploaded is not None and uploaded > ctx.now:
+            return HIDDEN  # pinned, but not yet published on the --as-of day
     return None
 
 
