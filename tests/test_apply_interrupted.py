@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from bot.adapters.writer import JOURNAL, state_folder, target_lock
+from bot.cli import main
 from bot.errors import LockTimeout, WriteError
 from servers import PypiServer, StaticIndex
 from test_apply import OLD, TREE, publish, write_tree
@@ -146,7 +147,6 @@ def test_rerun_reports_a_partly_bumped_tree(pypi: PypiServer, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """Without a journal (a bump half made by hand), the pins still behind are completed and
     the tree's state is said; a journal finishes assertions and docs too."""
-    from bot.cli import main
 
     publish(pypi)
     files = dict(TREE)
@@ -169,16 +169,72 @@ def test_lock_and_journal_live_outside_the_tree(tmp_path: Path) -> None:
     checkout = tmp_path / "checkout"
     (checkout / ".git").mkdir(parents=True)
     assert state_folder(checkout) == checkout / ".git" / "pinbump"
-    worktree = tmp_path / "worktree"
-    worktree.mkdir()
-    (worktree / ".git").write_text(f"gitdir: {checkout / '.git'}\n")
-    assert state_folder(worktree) == checkout / ".git" / "pinbump"
+    fake = tmp_path / "fake"  # a .git file naming another checkout's .git: not followed
+    fake.mkdir()
+    (fake / ".git").write_text(f"gitdir: {checkout / '.git'}\n")
+    assert state_folder(fake).parent.name == f"pinbump-{os.getuid()}"
+    assert not state_folder(fake).is_relative_to(checkout)
     with target_lock(checkout) as state:
         assert state.pending() is None
         with pytest.raises(LockTimeout, match="another pinbump command has held the target's "
                                               "lock"), target_lock(checkout, timeout=0.1):
             pass
     assert sorted(p.name for p in checkout.iterdir()) == [".git"]
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=dev", "-c", "user.email=dev@example.invalid",
+                           *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.mark.parametrize("named", ["plain folder", "other worktree", "relative", "inside"])
+def test_a_planted_dot_git_file_redirects_nothing(pypi: PypiServer, tmp_path: Path,
+                                                  named: str) -> None:
+    """A target's ``.git`` is its own text: a file naming a folder of the user's elsewhere (a
+    plain one, or another worktree's git dir, which points at another tree) or one inside the
+    tree (shaped like a worktree's git dir that points back) gets neither the lock nor the
+    journal; apply still works, from the private folder keyed by the tree's real path."""
+    publish(pypi)
+    repo = write_tree(tmp_path / "repo")
+    elsewhere = repo / "vendor" / "gitdir" if named == "inside" else tmp_path / "elsewhere"
+    elsewhere.mkdir(parents=True)
+    if named != "plain folder":
+        back = repo / ".git" if named == "inside" else tmp_path / "other" / ".git"
+        for name, text in (("HEAD", "ref: refs/heads/main\n"), ("commondir", "..\n"),
+                           ("gitdir", f"{back}\n")):
+            (elsewhere / name).write_text(text)
+    target = os.path.relpath(elsewhere, repo) if named == "relative" else str(elsewhere)
+    (repo / ".git").write_text(f"gitdir: {target}\n")
+    before = sorted(p.name for p in elsewhere.iterdir())
+    folder = state_folder(repo)
+    assert not folder.is_relative_to(elsewhere) and not folder.is_relative_to(repo)
+    assert main(["apply", "--repo", str(repo), "--index-url", pypi.url]) == 0
+    assert b"0.6.11" in (repo / "python/pyproject.toml").read_bytes()
+    assert sorted(p.name for p in elsewhere.iterdir()) == before  # nothing written there
+    assert (folder / "apply.lock").exists()
+
+
+def test_a_genuine_git_worktree_keeps_its_state_in_its_git_dir(pypi: PypiServer,
+                                                               tmp_path: Path) -> None:
+    """``git worktree add``: the ``.git`` file names the worktree's own git dir, which points
+    back at it; the lock and journal live there (per worktree), outside both trees."""
+    publish(pypi)
+    main_tree = write_tree(tmp_path / "main")
+    _git(main_tree, "init", "--quiet", "-b", "main")
+    _git(main_tree, "add", "-A")
+    _git(main_tree, "commit", "--quiet", "-m", "init")
+    wt = tmp_path / "wt"
+    _git(main_tree, "worktree", "add", "--quiet", str(wt), "-b", "bump")
+    git_dir = Path(_git(wt, "rev-parse", "--absolute-git-dir")).resolve()
+    assert git_dir.is_relative_to((main_tree / ".git").resolve()) and git_dir.name == "wt"
+    assert state_folder(wt) == git_dir / "pinbump"
+    assert main(["apply", "--repo", str(wt), "--index-url", pypi.url]) == 0
+    assert b"0.6.11" in (wt / "python/pyproject.toml").read_bytes()
+    assert (git_dir / "pinbump" / "apply.lock").exists()
+    assert not (main_tree / ".git" / "pinbump").exists()
+    changed = _git(wt, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert changed and not any(line.startswith("??") for line in changed)  # nothing new
 
 
 def test_a_foreign_state_folder_is_refused(tmp_path: Path) -> None:

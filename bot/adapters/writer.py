@@ -77,24 +77,72 @@ def _fsync_dir(path: Path) -> None:
 
 def state_folder(root: Path) -> Path:
     """Where a target's lock and journal live: never inside its tree. ``.git/pinbump`` when
-    the target is a git checkout (a worktree's ``.git`` file is followed), else
-    ``$TMPDIR/pinbump-UID/<sha256 of the real path>``."""
+    the target is a git checkout; for a ``.git`` file (a linked worktree) the git dir it
+    names, only when that is a genuine worktree git dir of this very tree (see
+    ``_linked_git_dir``); else ``$TMPDIR/pinbump-UID/<sha256 of the real path>``."""
     dot_git = root / ".git"
     git_dir: Path | None = None
     if dot_git.is_dir() and not dot_git.is_symlink():
         git_dir = dot_git
     elif dot_git.is_file() and not dot_git.is_symlink():
-        try:
-            line = dot_git.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
-            line = ""
-        if line.startswith("gitdir:"):
-            candidate = (root / line.removeprefix("gitdir:").strip()).resolve()
-            git_dir = candidate if candidate.is_dir() else None
+        git_dir = _linked_git_dir(root, dot_git)
     if git_dir is not None:
         return git_dir / "pinbump"
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:32]
     return Path(tempfile.gettempdir()) / f"pinbump-{os.getuid()}" / key
+
+
+def _small_text(path: Path) -> str:
+    """The first line of a small file git writes (``.git``, ``gitdir``); "" when unreadable,
+    a link, or not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        data = os.read(fd, 4096)
+    finally:
+        os.close(fd)
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        return ""
+    return lines[0].strip() if lines else ""
+
+
+def _linked_git_dir(root: Path, dot_git: Path) -> Path | None:
+    """The git dir a ``.git`` file names (``gitdir: PATH``), only when it is this tree's
+    genuine linked-worktree git dir: a real directory of the user's, outside the tree, that
+    git made for a worktree (``commondir`` and ``HEAD`` in it) and whose ``gitdir`` file
+    points back at this tree's ``.git``. A ``.git`` file is the tree's own text: planted,
+    it could otherwise send the lock and the journal anywhere the user may write. Anything
+    else (a submodule's or ``--separate-git-dir``'s git dir included) gets None: the private
+    folder keyed by the tree's real path is used instead."""
+    line = _small_text(dot_git)
+    if not line.startswith("gitdir:"):
+        return None
+    named = line.removeprefix("gitdir:").strip()
+    if not named or "\0" in named:
+        return None
+    try:
+        real_root = root.resolve(strict=True)
+        candidate = (root / named).resolve(strict=True)
+        st = os.lstat(candidate)
+    except (OSError, RuntimeError):
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() \
+            or candidate.is_relative_to(real_root):
+        return None
+    if not (candidate / "commondir").is_file() or not (candidate / "HEAD").is_file():
+        return None
+    back = _small_text(candidate / "gitdir")
+    try:
+        points_back = bool(back) and (candidate / back).resolve() == real_root / ".git"
+    except (OSError, RuntimeError):
+        return None
+    return candidate if points_back else None
 
 
 def _private_dir(path: Path) -> None:
