@@ -176,3 +176,56 @@ def test_app_auth_exchanges_a_jwt_for_an_installation_token(
     assert world.run("--app-id", "4242") == 2
     err = capsys.readouterr().err
     assert "the private key is not a usable PEM RSA key" in err and err.count("\n") == 1
+
+
+# -- the target's CI governance (issue 16, item 9) --------------------------------------------
+GOVERNED = ('extra-labels = ["run-ci", "ready"]\nci-comment = "/tag-and-rerun-ci"\n'
+            'rebase-when = "behind"\n')
+
+
+def ci_comments(world: World, number: int) -> list[str]:
+    return [c["body"] for c in world.emu.state.comments.get(number, [])
+            if c["body"].startswith(("/tag", "@"))]
+
+
+def test_extra_labels_and_ci_comment_follow_each_push(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    config = (world.checkout / "pinbump.toml").read_text()
+    push_branch(world, "main", "dev", "dev@example.invalid",
+                files={"pinbump.toml": GOVERNED + config})
+    assert world.run() == 0
+    first = last_json(capsys.readouterr().out)
+    pr = first["pr"]
+    assert {"run-ci", "ready", "dependencies"} <= set(world.emu.state.items[pr]["labels"])
+    assert ci_comments(world, pr) == ["/tag-and-rerun-ci"]
+    assert world.run() == 0  # nothing pushed: no CI trigger
+    assert not last_json(capsys.readouterr().out)["pushed"]
+    assert ci_comments(world, pr) == ["/tag-and-rerun-ci"]
+    push_branch(world, "main", "dev", "dev@example.invalid",
+                files={"README.md": "unrelated change on the base\n"})
+    assert world.run() == 0  # the base moved, rebase-when = "behind": a new push
+    moved = last_json(capsys.readouterr().out)
+    assert moved["pushed"] and moved["action"] == "updated" and moved["pr"] == pr
+    assert ci_comments(world, pr) == ["/tag-and-rerun-ci"] * 2
+    labels = world.emu.state.items[pr]["labels"]
+    assert {"run-ci", "ready"} <= set(labels) and len(labels) == len(set(labels))
+
+
+def test_ci_comment_comes_only_from_the_base_config(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hand commit on the bot branch that rewrites ci-comment changes nothing: the comment
+    is the base branch's config, posted verbatim."""
+    config = (world.checkout / "pinbump.toml").read_text()
+    push_branch(world, "main", "dev", "dev@example.invalid",
+                files={"pinbump.toml": GOVERNED + config})
+    assert world.run() == 0
+    first = last_json(capsys.readouterr().out)
+    hostile = GOVERNED.replace("/tag-and-rerun-ci", "@everyone <img src=x onerror=alert(1)>")
+    push_branch(world, first["branch"], "Dev", "dev@example.invalid", start=first["branch"],
+                files={"pinbump.toml": hostile + config})
+    push_branch(world, "main", "dev", "dev@example.invalid",
+                files={"README.md": "unrelated change on the base\n"})
+    assert world.run("--rebase") == 0
+    assert last_json(capsys.readouterr().out)["pushed"]
+    assert ci_comments(world, first["pr"]) == ["/tag-and-rerun-ci"] * 2
+    assert not any("@everyone" in c["body"] for c in world.emu.state.comments[first["pr"]])
