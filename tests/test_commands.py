@@ -5,6 +5,7 @@ emulator, a real bare remote and a real pypiserver."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from test_run_gate import FP4_NEW, WS_NEW, World, api, git, last_json, publish, push_branch, worlds
@@ -145,3 +146,105 @@ def test_dashboard_checkbox_runs_the_command_once(
         assert len(json.loads(capsys.readouterr().out)) == expected
     assert len(people.emu.state.dispatches) == 2
     assert "- [ ] <!-- pinbump:do gate -->" in people.emu.state.items[dash]["body"]
+
+
+# -- the dashboard's boxes: every command, the ticker's permission, unticked once done ------
+TRIAGER = "ghp_triager_token_33333333333333333"
+
+
+def tick(world: World, dash: int, marker: str, token: str = MAINTAINER) -> None:
+    """Tick the box whose hidden marker is ``marker`` (e.g. ``ignore 0.6.11``), as GitHub's
+    task list does: an ``issues`` ``edited`` event whose sender is the token's account."""
+    body = world.emu.state.items[dash]["body"]
+    box = f"- [ ] <!-- pinbump:do {marker} -->"
+    assert box in body, body
+    api(world, "PATCH", f"/issues/{dash}", token, body=body.replace(box, box.replace("[ ]", "[x]")))
+
+
+def boxes(world: World, dash: int) -> list[str]:
+    return re.findall(r"- \[[ xX]\] <!-- pinbump:do ([^>]*?) -->",
+                      world.emu.state.items[dash]["body"])
+
+
+def dashboard_command(world: World, sender: str, capsys: pytest.CaptureFixture[str]) -> list:
+    assert command(world, "--dashboard", "--sender", sender) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_dashboard_ignore_checkbox_ignores_the_target(
+        people: World, capsys: pytest.CaptureFixture[str]) -> None:
+    first = opened(people, capsys)
+    dash, pr = first["dashboard"], first["pr"]
+    assert boxes(people, dash) == ["recreate", "rebase", "gate", "explain", "ignore 0.6.11"]
+    tick(people, dash, "ignore 0.6.11")
+    [done] = dashboard_command(people, "maintainer", capsys)
+    assert (done["verb"], done["state"]) == ("ignore", "done")
+    assert people.emu.state.items[pr]["state"] == "closed"
+    assert "Closed: ignoring 0.6.11" in people.emu.state.comments[pr][-1]["body"]
+    assert "ignoring 0.6.11" in replies(people, dash)[0]
+    assert "[x]" not in people.emu.state.items[dash]["body"]  # unticked
+    assert people.run() == 0
+    assert last_json(capsys.readouterr().out)["action"] == "ignored"
+    assert boxes(people, dash) == ["recreate", "rebase", "gate", "explain", "unignore 0.6.11"]
+    assert [n for n, i in people.emu.state.items.items() if i["pr"]] == [pr]  # no new PR
+
+
+def test_dashboard_unignore_checkbox_names_its_version(
+        people: World, capsys: pytest.CaptureFixture[str]) -> None:
+    first = opened(people, capsys)
+    dash = first["dashboard"]
+    tick(people, dash, "ignore 0.6.11")
+    dashboard_command(people, "maintainer", capsys)
+    publish(people.pypi, "0.6.12", FP4_NEW, WS_NEW)
+    second = opened(people, capsys)
+    assert second["branch"] == "pinbump/flashinfer-0.6.12"
+    tick(people, dash, "ignore 0.6.12")
+    dashboard_command(people, "maintainer", capsys)
+    assert people.run() == 0
+    assert last_json(capsys.readouterr().out)["action"] == "ignored"
+    assert boxes(people, dash)[-2:] == ["unignore 0.6.11", "unignore 0.6.12"]
+    tick(people, dash, "unignore 0.6.12")  # the newer one only
+    [done] = dashboard_command(people, "maintainer", capsys)
+    assert done["verb"] == "unignore" and "0.6.12 is no longer ignored" in done["reply"]
+    assert "pinbump-unignored" in people.emu.state.items[second["pr"]]["labels"]
+    assert "pinbump-unignored" not in people.emu.state.items[first["pr"]]["labels"]
+    again = opened(people, capsys)
+    assert again["action"] == "opened" and again["branch"] == "pinbump/flashinfer-0.6.12"
+    body = people.emu.state.items[dash]["body"]
+    assert "- `0.6.11`: #1 was closed without merging" in body and "- `0.6.12`:" not in body
+    assert "unignore 0.6.11" in boxes(people, dash)
+
+
+def test_dashboard_explain_checkbox_replies_with_reasons(
+        people: World, capsys: pytest.CaptureFixture[str]) -> None:
+    first = opened(people, capsys)
+    dash = first["dashboard"]
+    tick(people, dash, "explain")
+    [done] = dashboard_command(people, "maintainer", capsys)
+    assert (done["verb"], done["number"], done["state"]) == ("explain", dash, "done")
+    [reply] = replies(people, dash)  # on the dashboard, where the box was ticked
+    assert "`flashinfer-python` `==0.6.8.post1` → `==0.6.11`" in reply
+    assert replies(people, first["pr"]) == []
+    assert "- [ ] <!-- pinbump:do explain -->" in people.emu.state.items[dash]["body"]
+
+
+def test_dashboard_checkbox_from_outsider_is_refused_once(
+        people: World, capsys: pytest.CaptureFixture[str]) -> None:
+    people.emu.add_account(TRIAGER, "triager", permission="triage")
+    first = opened(people, capsys)
+    dash, pr = first["dashboard"], first["pr"]
+    writes = len(people.emu.writes())
+    for _ in range(2):
+        tick(people, dash, "ignore 0.6.11", TRIAGER)
+        tick(people, dash, "gate", TRIAGER)
+        results = dashboard_command(people, "triager", capsys)
+        assert [(r["verb"], r["state"]) for r in results] == [("gate", "refused"),
+                                                              ("ignore", "refused")]
+        assert "[x]" not in people.emu.state.items[dash]["body"]  # unticked
+    [refusal] = replies(people, dash)
+    assert "only from people with write access" in refusal and "pinbump:refused triager" \
+        in refusal
+    assert people.emu.state.items[pr]["state"] == "open"  # nothing ran
+    assert "pinbump:ignored" not in people.emu.state.items[dash]["body"]
+    assert len(people.emu.state.dispatches) == 1
+    assert len(people.emu.writes()) == writes + 4 + 2 + 1  # ticks, unticks, one refusal

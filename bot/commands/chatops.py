@@ -5,6 +5,13 @@ Only people GitHub reports with write access (admin, maintain or write, read thr
 collaborator API, not from the comment's own ``author_association``) may command; anyone else
 gets one polite refusal per issue. The commands that change the branch run ``pinbump run``
 with the matching option; the others are a single API call each.
+
+A ticked dashboard box is the same command from the ``issues`` ``edited`` event's sender,
+held to the same permission rule. Every box is unticked before its command runs (so it can be
+ticked again, and a box runs once even when the job dies). Replies to boxes, ``explain``
+included, go on the dashboard issue: that is where the box was ticked, and a plan may have no
+open bot PR to explain (its target ignored or held back). ``ignore`` and ``unignore`` boxes
+carry the version the dashboard showed.
 """
 
 from __future__ import annotations
@@ -94,13 +101,14 @@ def run_dashboard(ctx: Context, sender: str) -> list[CommandResult]:
         if not refused_before(sender, github.comments(found.number)):
             github.comment(found.number, refusal(sender))
         return [CommandResult(c.verb, found.number, "refused") for c in commands]
-    pulls = github.open_pulls(ctx.base, "pinbump/")
     results = []
     for command in commands:
-        if not pulls:
-            reply = "there is no open bot PR to act on"
-        else:
+        if command.verb in ("explain", "ignore", "unignore"):  # no bot PR needed
+            reply = _execute(ctx, token, command, found.number)
+        elif pulls := github.open_pulls(ctx.base, "pinbump/"):
             reply = _execute(ctx, token, command, pulls[0].number)
+        else:
+            reply = f"`/pinbump {command.verb}`: there is no open bot PR to act on"
         github.comment(found.number, f"{REPLY}\n{reply}")
         results.append(CommandResult(command.verb, found.number, "done", reply))
     return results
@@ -152,11 +160,15 @@ def _ignore_or_unignore(ctx: Context, github: GitHub, command: Command,
     if verb == "ignore":
         if pr is not None and command.version is None and pr.state == "open":
             github.edit_pull(pr.number, state="closed")
-        elif dashboard is not None and version not in marks:
+            return _ignoring(version)
+        if dashboard is not None and version not in marks:
             github.edit_issue(dashboard.number, dashboard.body.rstrip("\n") + "\n" +
                               "\n".join(ignored_marks([version])) + "\n")
-        return (f"ignoring {version}: pinbump will not propose it until a newer version "
-                f"appears. `/pinbump unignore {version}` undoes it.")
+        for p in github.open_pulls(ctx.base, prefix):  # its open bot PR closes: a skip
+            if version_of(p.head_ref, prefix) == version:
+                github.comment(p.number, f"{REPLY}\nClosed: {_ignoring(version)}")
+                github.edit_pull(p.number, state="closed")
+        return _ignoring(version)
     # unignore: the dashboard's marker goes, closed PRs of the version are labelled
     if dashboard is not None and version in marks:
         body = dashboard.body.replace(ignored_marks([version])[0], "")
@@ -168,3 +180,8 @@ def _ignore_or_unignore(ctx: Context, github: GitHub, command: Command,
     for p in closed:
         github.add_labels(p.number, [UNIGNORED])
     return f"{version} is no longer ignored: the next run may propose it again."
+
+
+def _ignoring(version: str) -> str:
+    return (f"ignoring {version}: pinbump will not propose it until a newer version "
+            f"appears. `/pinbump unignore {version}` undoes it.")

@@ -22,7 +22,8 @@ SUPERSEDED = "pinbump-superseded"  # closed by pinbump for a newer target: not a
 UNIGNORED = "pinbump-unignored"  # a maintainer undid the skip of a closed PR
 _COMMAND = re.compile(r"^\s*/pinbump[ \t]+([a-z-]+)(?:[ \t]+(.*?))?[ \t]*$", re.MULTILINE)
 _IGNORED_MARK = re.compile(r"<!-- pinbump:ignored ([0-9A-Za-z.+!_-]{1,64}) -->")
-_CHECKED = re.compile(r"^\s*- \[[xX]\] <!-- pinbump:do ([a-z]+) -->", re.MULTILINE)
+_CHECKED = re.compile(r"^\s*- \[[xX]\] <!-- pinbump:do ([a-z]+)"
+                      r"(?: ([0-9A-Za-z.+!_-]{1,64}))? -->", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -110,18 +111,39 @@ def marked_versions(dashboard_body: str) -> list[str]:
 
 
 # -- dashboard checkboxes ---------------------------------------------------------------------
+# Each box carries its command in a hidden marker; ignore and unignore carry their version, so
+# a box means what the dashboard showed when it was ticked, whatever the target is by then.
 CHECKBOXES = (("recreate", "Recreate the bot PR from scratch (drops hand edits on its branch)"),
               ("rebase", "Rebase the bot PR on the base branch (keeps hand edits)"),
-              ("gate", "Re-run the GPU gate on the bot PR's head commit"))
+              ("gate", "Re-run the GPU gate on the bot PR's head commit"),
+              ("explain", "Explain the plan: pinbump replies on this issue with why each "
+                          "newer version was taken or rejected"))
 
 
-def checkbox_lines() -> list[str]:
-    return [f"- [ ] <!-- pinbump:do {verb} --> {text}" for verb, text in CHECKBOXES]
+def checkbox_lines(target: str | None = None, ignored: Iterable[str] = ()) -> list[str]:
+    """The dashboard's boxes: the fixed commands, ``ignore`` for the current ``target`` (when
+    it is not ignored already) and one ``unignore`` per ignored version."""
+    lines = [f"- [ ] <!-- pinbump:do {verb} --> {text}" for verb, text in CHECKBOXES]
+    skipped = sorted({v for v in map(_version, ignored) if v}, key=Version)
+    version = _version(target or "")
+    if version and version not in skipped:
+        lines.append(f"- [ ] <!-- pinbump:do ignore {version} --> Ignore `{version}`: close "
+                     "its bot PR and skip it until a newer version appears")
+    lines += [f"- [ ] <!-- pinbump:do unignore {v} --> Unignore `{v}`: pinbump may propose "
+              "it again" for v in skipped]
+    return lines
 
 
 def checked_commands(body: str) -> list[Command]:
-    """The commands whose dashboard checkbox a maintainer ticked."""
-    return [Command(v) for v in dict.fromkeys(_CHECKED.findall(body or "")) if v in VERBS]
+    """The commands whose dashboard checkbox a maintainer ticked, in the dashboard's order;
+    ignore and unignore name the version their box carries (None: the marker has none)."""
+    out: dict[tuple[str, str | None], Command] = {}
+    for verb, arg in _CHECKED.findall(body or ""):
+        if verb not in VERBS:
+            continue
+        version = _version(arg) if verb in ("ignore", "unignore") and arg else None
+        out.setdefault((verb, version), Command(verb, version))
+    return list(out.values())
 
 
 def untick(body: str) -> str:

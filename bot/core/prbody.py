@@ -212,7 +212,8 @@ def dashboard_body(plan: Plan | None, pr_url: str | None, gate_state: str | None
     if ignored:
         out += ["", "### Ignored versions", ""]
         out += [f"- {code_span(v)}: {how}" for v, how in sorted(ignored.items())]  # ours
-    out += ["", "### Actions", "", *checkbox_lines()]
+    target = plan.lead_target if plan is not None and plan.changes else None
+    out += ["", "### Actions", "", *checkbox_lines(target, (ignored or {}).keys())]
     out += ignored_marks(marks)
     if plan is not None and plan.rejected:
         out += ["", "### Rejected versions", ""]
