@@ -124,7 +124,19 @@ def mwall(runs: Sequence[Run]) -> float:
 
 
 def row(step: str, tree: str, pinbump: str, peer: str = "", ratio: str = "") -> None:
-    print(f"| {step} | {tree} | {pinbump} | {peer} | {ratio} |", flush=True)
+    """One Markdown row, with the machine's load average when the step ended (the VM is
+    shared: a figure taken under load is worth less)."""
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"| {step} | {tree} | {pinbump} | {peer} | {ratio} | {load} |", flush=True)
+
+
+def compiled() -> None:
+    """Byte-compile pinbump's own modules first, as installing a wheel does: with
+    PYTHONDONTWRITEBYTECODE set (as on the development VM) an editable install would
+    otherwise compile ~60 modules from source in every timed run (~0.06 s)."""
+    import compileall
+
+    compileall.compile_dir(Path(__file__).resolve().parents[1] / "bot", quiet=1)
 
 
 # -- the steps ------------------------------------------------------------------------------
@@ -273,8 +285,9 @@ def main() -> None:
     print(f"<!-- {platform.node()} {platform.machine()} {os.cpu_count()} cores, python "
           f"{platform.python_version()}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
           f"load {os.getloadavg()[0]:.1f}; {' '.join(sys.argv)} -->")
-    row("step", "tree", "pinbump: median (min, max; cpu, peak RSS)", "peer", "ratio")
-    row("---", "---", "---", "---", "---")
+    compiled()
+    print("| step | tree | pinbump: median (min, max; cpu, peak RSS) | peer | ratio | load |")
+    print("| --- | --- | --- | --- | --- | --- |")
     if "startup" in steps:
         startup(args.repeats)
     with tempfile.TemporaryDirectory(prefix="pinbump-bench-") as tmp:

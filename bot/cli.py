@@ -316,6 +316,9 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", type=Path, help="HTTP and metadata cache "
                    "(default: $PINBUMP_CACHE_DIR or ~/.cache/pinbump)")
     p.add_argument("--no-cache", action="store_true", help="use no on-disk cache")
+    p.add_argument("--refresh", action="store_true",
+                   help="ask the index again for every page, even one its Cache-Control "
+                        "says is still fresh")
     p.add_argument("--timeout", type=_seconds, default=20.0,
                    help="deadline of each request in seconds, reading included (default 20)")
     p.add_argument("--retries", type=_retries, default=3,
@@ -519,7 +522,7 @@ def plan_options(args: argparse.Namespace) -> PlanOptions:
                        index_url=args.index_url, min_release_age=args.min_release_age,
                        cache_dir=args.cache_dir, no_cache=args.no_cache, timeout=args.timeout,
                        retries=args.retries, deadline=args.deadline,
-                       channel=args.channel, strict=args.strict)
+                       channel=args.channel, strict=args.strict, refresh=args.refresh)
 
 
 def _read_target(opts: PlanOptions) -> Workspace:

@@ -1,4 +1,5 @@
-"""The one door to HTTP: timeouts, bounded retries with backoff, and an on-disk ETag cache."""
+"""The one door to HTTP: timeouts, bounded retries with backoff, and an on-disk page cache
+(used without a request while the index says it is fresh, else revalidated with ETags)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -42,7 +43,13 @@ class Stats:
     requests: int = 0
     not_modified: int = 0
     bytes_received: int = 0
+    fresh: int = 0  # pages used from the disk cache without a request (Cache-Control)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add_fresh(self) -> None:
+        """A page served from the disk cache, still fresh: no request made."""
+        with self.lock:
+            self.fresh += 1
 
     def add(self, nbytes: int, not_modified: bool = False) -> None:
         with self.lock:
@@ -225,8 +232,8 @@ class HttpClient:
 
     def __init__(self, cache_dir: Path | None = None, *, timeout: float = 20.0,
                  retries: int = 3, backoff: float = 0.25, max_retry_after: float = 10.0,
-                 credentials: Iterable[Credentials] = (), deadline: float | None = None
-                 ) -> None:
+                 credentials: Iterable[Credentials] = (), deadline: float | None = None,
+                 refresh: bool = False, now: Callable[[], float] = time.time) -> None:
         self.cache_dir = cache_dir
         self.cache = Cache(cache_dir) if cache_dir is not None else None
         self._auth: dict[str, httpx.BasicAuth] = {}
@@ -236,6 +243,8 @@ class HttpClient:
         self.backoff = backoff
         self.max_retry_after = max_retry_after
         self.deadline = deadline
+        self.refresh = refresh  # revalidate every stored page, however fresh
+        self._now = now  # the wall clock that freshness is judged by
         self._ends = None if deadline is None else time.monotonic() + deadline
         self.stats = Stats()
         self._client = httpx.Client(
@@ -366,34 +375,95 @@ class HttpClient:
 
     # -- cached pages ---------------------------------------------------------------------
     def get_cached(self, url: str, accept: str) -> Response:
-        """GET a page, revalidating a stored copy with its ETag / Last-Modified."""
+        """GET a page through the disk cache: a copy still fresh by the index's own
+        ``Cache-Control: max-age`` (and ``Age``) is used without a request, as pip and uv do
+        (``refresh`` turns that off); otherwise a stored copy is revalidated with its ETag /
+        Last-Modified."""
         url = self._public(url)  # the cache is keyed by the URL without credentials
         entry = None if self.cache is None else self.cache.path("http", url, accept)
-        meta: dict[str, str] | None = None
+        meta = _read_meta(entry)
+        if meta is not None and not self.refresh and _fresh(meta, self._now()):
+            body = self.cache.read(entry.with_suffix(".body")) \
+                if self.cache is not None and entry is not None else None
+            if body is not None:
+                self.stats.add_fresh()
+                return Response(meta.get("url", url), 200,
+                                {"content-type": meta.get("content-type", "")}, body)
         headers = {"Accept": accept}
-        if entry is not None and entry.with_suffix(".json").is_file():
-            try:
-                meta = json.loads(entry.with_suffix(".json").read_text())
-            except (OSError, ValueError):
-                meta = None
-            if meta and meta.get("etag"):
-                headers["If-None-Match"] = meta["etag"]
-            if meta and meta.get("last-modified"):
-                headers["If-Modified-Since"] = meta["last-modified"]
+        if meta and meta.get("etag"):
+            headers["If-None-Match"] = meta["etag"]
+        if meta and meta.get("last-modified"):
+            headers["If-Modified-Since"] = meta["last-modified"]
         resp = self.request("GET", url, headers)
         if resp.status == 304 and meta is not None and entry is not None:
             body = self.cache.read(entry.with_suffix(".body")) if self.cache else None
             if body is None:
                 return self.request("GET", url, {"Accept": accept})
+            if self.cache is not None:  # a 304 renews the stored freshness (RFC 9111 4.3.4)
+                renewed = {**meta, **_freshness(resp.headers, self._now())}
+                self.cache.write(entry.with_suffix(".json"), json.dumps(renewed).encode())
             stored = {"content-type": meta.get("content-type", "")}
             return Response(meta.get("url", url), 200, stored, body)
-        if resp.status == 200 and entry is not None and self.cache is not None and (
-                resp.headers.get("etag") or resp.headers.get("last-modified")):
+        if resp.status == 200 and entry is not None and self.cache is not None:
+            fresh = _freshness(resp.headers, self._now())
+            if "no-store" in _directives(resp.headers) or not (
+                    resp.headers.get("etag") or resp.headers.get("last-modified")
+                    or "max-age" in fresh):
+                return resp  # nothing that would let the copy be used again
             self.cache.write(entry.with_suffix(".body"), resp.content)
             self.cache.write(entry.with_suffix(".json"), json.dumps({
                 "url": resp.url,
                 "etag": resp.headers.get("etag", ""),
                 "last-modified": resp.headers.get("last-modified", ""),
                 "content-type": resp.headers.get("content-type", ""),
+                **fresh,
             }).encode())
         return resp
+
+
+# -- HTTP freshness (RFC 9111, as a private cache) ------------------------------------------
+def _directives(headers: Mapping[str, str]) -> dict[str, str]:
+    """Cache-Control's directives, lower-cased, each with its value ("" when it has none)."""
+    out: dict[str, str] = {}
+    for part in headers.get("cache-control", "").split(","):
+        name, _, value = part.strip().partition("=")
+        if name:
+            out.setdefault(name.strip().lower(), value.strip().strip('"'))
+    return out
+
+
+def _seconds(value: str | None) -> int | None:
+    """A delta-seconds value (digits only), else None."""
+    return int(value) if value and value.isdigit() and len(value) <= 12 else None
+
+
+def _freshness(headers: Mapping[str, str], now: float) -> dict[str, float]:
+    """What to store to judge freshness later: when the answer came and its max-age, less
+    the ``Age`` it already had; nothing when the index gives no lifetime or says
+    ``no-cache`` (every use must then be revalidated)."""
+    directives = _directives(headers)
+    max_age = _seconds(directives.get("max-age"))
+    if max_age is None or "no-cache" in directives or "no-store" in directives:
+        return {}
+    age = _seconds(headers.get("age")) or 0
+    return {"stored-at": now, "max-age": float(max(0, max_age - age))}
+
+
+def _fresh(meta: Mapping[str, Any], now: float) -> bool:
+    """Whether a stored page is still within the lifetime its index gave it. A clock that
+    went backwards since it was stored makes it stale, never fresh for longer."""
+    stored_at, max_age = meta.get("stored-at"), meta.get("max-age")
+    if not isinstance(stored_at, (int, float)) or not isinstance(max_age, (int, float)):
+        return False
+    return 0 <= now - stored_at < max_age
+
+
+def _read_meta(entry: Path | None) -> dict[str, Any] | None:
+    """A stored page's validators and freshness, or None (absent, unreadable, not JSON)."""
+    if entry is None:
+        return None
+    try:
+        meta = json.loads(entry.with_suffix(".json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None

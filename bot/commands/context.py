@@ -35,6 +35,7 @@ class PlanOptions:
     deadline: float | None = None  # seconds for all of the command's index traffic
     channel: str | None = None  # "stable" (default) or "nightly"
     strict: bool | None = None  # an unreachable index is an error (exit 2)
+    refresh: bool = False  # revalidate every stored page, even one still fresh
 
     @property
     def cache(self) -> Path | None:
@@ -92,7 +93,8 @@ def open_services(opts: PlanOptions, *, out: IO[str] | None = None,
     """Open the index client (closed on the way out) and the rest of the services."""
     with ExitStack() as stack:
         http = stack.enter_context(HttpClient(opts.cache, timeout=opts.timeout,
-                                              retries=opts.retries, deadline=opts.deadline))
+                                              retries=opts.retries, deadline=opts.deadline,
+                                              refresh=opts.refresh))
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pinbump-")))
         yield Services(http=http, index=SimpleIndex(http, opts.cache), cache=opts.cache,
                        scratch=scratch, clock=clock or _utcnow, out=out or sys.stderr,
