@@ -49,15 +49,10 @@ class SchemaFactory:
             node = self.spec["components"][kind][name]
         return node
 
-    def make(self, schema: dict[str, Any], depth: int = 0) -> Any:  # noqa: C901
+    def make(self, schema: dict[str, Any], depth: int = 0) -> Any:
         schema = self.resolve(schema)
         if "allOf" in schema:
-            out: dict[str, Any] = {}
-            for part in schema["allOf"]:
-                value = self.make(part, depth)
-                if isinstance(value, dict):
-                    out.update(value)
-            return out
+            return self._all_of(schema["allOf"], depth)
         for key in ("oneOf", "anyOf"):
             if key in schema:
                 return self.make(schema[key][0], depth)
@@ -70,21 +65,31 @@ class SchemaFactory:
             props = schema.get("properties", {})
             return {name: self.make(props.get(name, {"type": "string"}), depth + 1)
                     for name in schema.get("required", [])}
-        if kind == "array":
-            return []
-        if kind == "integer":
-            return 1
-        if kind == "number":
-            return 1.0
-        if kind == "boolean":
-            return False
-        if kind == "string":
-            return {"date-time": now(), "uri": f"{API}/x", "email": "bot@example.invalid",
-                    "uri-template": f"{API}/x{{/y}}"}.get(schema.get("format", ""), "x")
-        return None
+        return _scalar(kind, schema.get("format", ""))
+
+    def _all_of(self, parts: list[dict[str, Any]], depth: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for part in parts:
+            value = self.make(part, depth)
+            if isinstance(value, dict):
+                out.update(value)
+        return out
 
     def component(self, schema_name: str, /, **overlay: Any) -> Any:
         return deep_merge(self.make({"$ref": f"#/components/schemas/{schema_name}"}), overlay)
+
+
+# An instance of each non-object type (a fresh one per call); a string by its format.
+_SCALARS: dict[str, Callable[[], Any]] = {"array": list, "integer": lambda: 1,
+                                          "number": lambda: 1.0, "boolean": lambda: False}
+
+
+def _scalar(kind: Any, fmt: str) -> Any:
+    if kind == "string":
+        return {"date-time": now(), "uri": f"{API}/x", "email": "bot@example.invalid",
+                "uri-template": f"{API}/x{{/y}}"}.get(fmt, "x")
+    maker = _SCALARS.get(kind) if isinstance(kind, str) else None
+    return maker() if maker is not None else None
 
 
 def deep_merge(base: Any, overlay: Any) -> Any:

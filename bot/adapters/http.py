@@ -280,7 +280,7 @@ class HttpClient:
         self.close()
 
     # -- the door -------------------------------------------------------------------------
-    def request(self, method: str, url: str, headers: Mapping[str, str] | None = None,  # noqa: C901
+    def request(self, method: str, url: str, headers: Mapping[str, str] | None = None,
                 ok: tuple[int, ...] = (200,), max_bytes: int = PAGE_LIMIT,
                 sink: Download | None = None) -> Response:
         """Send one request, retrying transport errors, 429 and 5xx a bounded number of times.
@@ -296,31 +296,13 @@ class HttpClient:
         last_headers: Mapping[str, str] = {}
         tries = 0
         for attempt in range(self.retries + 1):
-            if attempt:
-                wait = self._delay(attempt, last_headers)
-                if self._ends is not None and time.monotonic() + wait >= self._ends:
-                    break
-                time.sleep(wait)
-                last_headers = {}
-            if self._ends is not None and time.monotonic() >= self._ends:
+            if not self._may_try(attempt, last_headers):
                 break
+            last_headers = {}
             tries += 1
-            try:
-                resp = self._send(method, url, headers, auth, max_bytes, sink)
-            except httpx.TimeoutException:
-                last = "timed out"
+            resp, last = self._attempt(method, url, headers, auth, max_bytes, sink)
+            if resp is None:
                 continue
-            except httpx.TransportError as exc:
-                last = f"cannot connect ({type(exc).__name__}: {exc})"
-                if _unknown_host(exc):  # asking again will not make the name resolve
-                    raise IndexError_(f"{redact(url)}: {last}; the host name does not "
-                                      "resolve: check the index URL and your network") \
-                        from None
-                continue
-            except httpx.InvalidURL as exc:
-                raise IndexError_(f"{redact(url)}: not a valid URL ({exc})") from None
-            except (httpx.DecodingError, httpx.TooManyRedirects) as exc:
-                raise IndexError_(f"{redact(url)}: unusable answer ({exc})") from None
             self.stats.add(len(resp.content) or (sink.size if sink is not None else 0),
                            resp.status == 304)
             if resp.status in RETRY_STATUSES:
@@ -329,15 +311,49 @@ class HttpClient:
             if resp.status in ok or resp.status in (304, 404, 416):
                 return resp
             raise IndexError_(f"{redact(url)}: HTTP {resp.status} {resp.reason}".rstrip())
+        raise self._gave_up(url, last, tries)
+
+    def _may_try(self, attempt: int, last_headers: Mapping[str, str]) -> bool:
+        """Wait before a retry (Retry-After, else backoff); False when the command's deadline
+        would pass first."""
+        if attempt:
+            wait = self._delay(attempt, last_headers)
+            if self._ends is not None and time.monotonic() + wait >= self._ends:
+                return False
+            time.sleep(wait)
+        return self._ends is None or time.monotonic() < self._ends
+
+    def _attempt(self, method: str, url: str, headers: Mapping[str, str] | None,
+                 auth: httpx.BasicAuth | None, max_bytes: int, sink: Download | None
+                 ) -> tuple[Response | None, str]:
+        """One try: its response, or None and why it is worth another (a time-out, a
+        connection that failed). An answer no retry can mend raises."""
+        try:
+            return self._send(method, url, headers, auth, max_bytes, sink), ""
+        except httpx.TimeoutException:
+            return None, "timed out"
+        except httpx.TransportError as exc:
+            last = f"cannot connect ({type(exc).__name__}: {exc})"
+            if _unknown_host(exc):  # asking again will not make the name resolve
+                raise IndexError_(f"{redact(url)}: {last}; the host name does not "
+                                  "resolve: check the index URL and your network") from None
+            return None, last
+        except httpx.InvalidURL as exc:
+            raise IndexError_(f"{redact(url)}: not a valid URL ({exc})") from None
+        except (httpx.DecodingError, httpx.TooManyRedirects) as exc:
+            raise IndexError_(f"{redact(url)}: unusable answer ({exc})") from None
+
+    def _gave_up(self, url: str, last: str, tries: int) -> IndexError_:
+        """The error after the last try: the command's deadline, or the retries spent."""
         attempts = f"after {tries} attempt{'s' * (tries != 1)}"
         if tries < self.retries + 1 or (self._ends is not None
                                         and time.monotonic() >= self._ends):
-            raise IndexError_(f"{redact(url)}: {last or 'not tried'} {attempts}; stopped at "
-                              f"the --deadline of {self.deadline:g} s for the whole command")
+            return IndexError_(f"{redact(url)}: {last or 'not tried'} {attempts}; stopped at "
+                               f"the --deadline of {self.deadline:g} s for the whole command")
         per_request = f" (a deadline of {self.timeout:g} s per request)" \
             if last == "timed out" else ""
-        raise IndexError_(f"{redact(url)}: {last} {attempts}{per_request}; check the index "
-                          "URL and your network, or retry later")
+        return IndexError_(f"{redact(url)}: {last} {attempts}{per_request}; check the index "
+                           "URL and your network, or retry later")
 
     def _send(self, method: str, url: str, headers: Mapping[str, str] | None,
               auth: httpx.BasicAuth | None, max_bytes: int, sink: Download | None = None

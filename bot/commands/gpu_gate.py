@@ -29,6 +29,7 @@ from bot.core.artifacts import InstallSpec, account
 from bot.core.gate_report import GateReport, diff_observations, gate_markdown, parse_junit
 from bot.core.perfstats import Comparison, compare, invalid, physically_possible
 from bot.errors import GateRunError, InputError
+from bot.render.jsonout import to_json
 
 if TYPE_CHECKING:
     from bot.core.indexmodel import IndexModel
@@ -319,11 +320,9 @@ def _read_junit(path: Path) -> Any:
         raise GateRunError(f"{path}: not a JUnit report ({exc})") from None
 
 
-def run_gate(opts: GateOptions, log: IO[str]) -> GateReport:  # noqa: C901
-    validate(opts)
-    if not (opts.tests / "conftest.py").is_file():
-        raise InputError(f"{opts.tests}: not the gpu_tests folder (pass --tests)")
-    opts.out.mkdir(parents=True, exist_ok=True)
+def _prepare_sites(opts: GateOptions, log: IO[str]) -> tuple[GateOptions, dict[str, Path]]:
+    """The two site directories (installed first with ``--install``), each checked to hold a
+    flashinfer package; the options then name them."""
     if opts.installs is not None:
         sites = install_sides(opts, log)
         opts = replace(opts, baseline=sites["baseline"], candidate=sites["candidate"])
@@ -334,20 +333,67 @@ def run_gate(opts: GateOptions, log: IO[str]) -> GateReport:  # noqa: C901
         if not (site / "flashinfer").is_dir():
             raise InputError(f"--{label} {site}: no flashinfer package there (install one "
                              "with pip install --target)")
-    report = GateReport(baseline="", candidate="", device="", copy_bandwidth=0.0,
-                        min_tests=opts.min_tests if opts.tests_run else 0)
+    return opts, sites
+
+
+def _read_observations(path: Path) -> dict[str, Any]:
+    try:
+        loaded = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        raise GateRunError(f"{path}: not JSON") from None
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _run_suites(sites: dict[str, Path], opts: GateOptions, report: GateReport,
+                log: IO[str]) -> dict[str, dict[str, Any]]:
+    """Each side's test run (JUnit into the report) and the observations it recorded."""
     observations: dict[str, dict[str, Any]] = {"baseline": {}, "candidate": {}}
+    if not opts.tests_run:
+        return observations
     for label, site in sites.items():
-        if not opts.tests_run:
-            continue
         run_suite(site, label, opts, log)
         report.junit[label] = _read_junit(opts.out / f"junit-{label}.xml")
-        path = opts.out / f"observations-{label}.json"
-        try:
-            loaded = json.loads(path.read_text()) if path.exists() else {}
-        except ValueError:
-            raise GateRunError(f"{path}: not JSON") from None
-        observations[label] = loaded if isinstance(loaded, dict) else {}
+        observations[label] = _read_observations(opts.out / f"observations-{label}.json")
+    return observations
+
+
+def _run_timings(sites: dict[str, Path], opts: GateOptions, report: GateReport,
+                 log: IO[str]) -> None:
+    """Old-vs-new timing, and the fused allreduce timing on 2, 4 or 8 of the GPUs seen."""
+    run_perf(sites, opts, report, log)
+    world = opts.fused_world if opts.fused_world is not None else min(
+        gpu_count(sites["candidate"], opts), 8)
+    world = 1 << (world.bit_length() - 1) if world >= 2 else 0  # 2, 4, 8 of those seen
+    if world >= 2:
+        run_fused(sites, world, opts, report, log)
+
+
+def _account_sides(sites: dict[str, Path], opts: GateOptions, report: GateReport,
+                   log: IO[str]) -> None:
+    """What each installed side deployed, loaded prebuilt, JIT-built or downloaded."""
+    assert opts.installs is not None
+    for (label, site), specs in zip(sites.items(), opts.installs, strict=True):
+        report.artifacts[label] = account(
+            [s.package for s in specs], listing(site), listing(workspace_of(site, opts)),
+            read_loaded(opts.out / f"loaded-{label}"))
+        for failure in report.artifacts[label].failures:
+            log.write(f"[artifacts] {label}: {failure}\n")
+
+
+def gate_json(report: GateReport) -> str:
+    """The gate's report as JSON: ``gate.json``, and what ``gpu-gate --json`` prints."""
+    return to_json(report.as_dict(), default=str)
+
+
+def run_gate(opts: GateOptions, log: IO[str]) -> GateReport:
+    validate(opts)
+    if not (opts.tests / "conftest.py").is_file():
+        raise InputError(f"{opts.tests}: not the gpu_tests folder (pass --tests)")
+    opts.out.mkdir(parents=True, exist_ok=True)
+    opts, sites = _prepare_sites(opts, log)
+    report = GateReport(baseline="", candidate="", device="", copy_bandwidth=0.0,
+                        min_tests=opts.min_tests if opts.tests_run else 0)
+    observations = _run_suites(sites, opts, report, log)
     report.baseline = site_version(sites["baseline"])
     report.candidate = site_version(sites["candidate"])
     env = observations["candidate"].get("environment", {})
@@ -355,21 +401,10 @@ def run_gate(opts: GateOptions, log: IO[str]) -> GateReport:  # noqa: C901
     report.observation_diff = diff_observations(observations["baseline"],
                                                 observations["candidate"])
     if opts.perf:
-        run_perf(sites, opts, report, log)
-        world = opts.fused_world if opts.fused_world is not None else min(
-            gpu_count(sites["candidate"], opts), 8)
-        world = 1 << (world.bit_length() - 1) if world >= 2 else 0  # 2, 4, 8 of those seen
-        if world >= 2:
-            run_fused(sites, world, opts, report, log)
+        _run_timings(sites, opts, report, log)
     if opts.installs is not None:
-        for (label, site), specs in zip(sites.items(), opts.installs, strict=True):
-            report.artifacts[label] = account(
-                [s.package for s in specs], listing(site), listing(workspace_of(site, opts)),
-                read_loaded(opts.out / f"loaded-{label}"))
-            for failure in report.artifacts[label].failures:
-                log.write(f"[artifacts] {label}: {failure}\n")
-    write_file(opts.out / "gate.json",
-               json.dumps(report.as_dict(), indent=2, default=str).encode())
+        _account_sides(sites, opts, report, log)
+    write_file(opts.out / "gate.json", gate_json(report).encode())
     write_file(opts.out / "summary.md", gate_markdown(report).encode())
     return report
 

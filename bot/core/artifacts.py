@@ -166,13 +166,8 @@ def _cubin_rel(rel: str) -> str:
     return rest.removeprefix("cubins/")
 
 
-def account(deployed: Sequence[str], site_files: Iterable[str], workspace_files: Iterable[str],  # noqa: C901
-            opened: Iterable[str]) -> ArtifactReport:
-    """The account of one side. ``site_files``: paths relative to the install (``--target``)
-    folder; ``workspace_files``: relative to its FLASHINFER_WORKSPACE_BASE; ``opened``: what its
-    processes opened or mapped, already made relative (``site:...``, ``workspace:...``).
-    A module flashinfer-jit-cache ships that was JIT-built instead, or a cubin flashinfer-cubin
-    ships that was downloaded instead, is a failure: the target would not run what was tested."""
+def _shipped(site_files: Iterable[str]) -> tuple[set[str], set[str]]:
+    """The AOT modules flashinfer-jit-cache ships and the cubins flashinfer-cubin ships."""
     aot: set[str] = set()
     cubins: set[str] = set()
     for rel in site_files:
@@ -182,6 +177,11 @@ def account(deployed: Sequence[str], site_files: Iterable[str], workspace_files:
                 aot.add(m.group("name"))
         elif rel.startswith("flashinfer_cubin/") and rel.endswith(".cubin"):
             cubins.add(_cubin_rel(rel))
+    return aot, cubins
+
+
+def _made_at_run_time(workspace_files: Iterable[str]) -> tuple[set[str], set[str]]:
+    """The modules JIT-built and the cubins downloaded into the workspace."""
     jit: set[str] = set()
     downloaded: set[str] = set()
     for rel in workspace_files:
@@ -191,15 +191,31 @@ def account(deployed: Sequence[str], site_files: Iterable[str], workspace_files:
         d = _DOWNLOADED_CUBIN.match(rel)
         if d and rel.endswith(".cubin"):
             downloaded.add(d.group("rel"))
-    loaded = set()
-    for item in opened:
-        kind, _, rel = item.partition(":")
-        if kind == "site" and rel.startswith("flashinfer_jit_cache/") and rel.endswith(".so"):
-            loaded.add(f"jit-cache:{rel.split('/', 1)[1]}")
-        elif kind == "site" and rel.startswith("flashinfer_cubin/") and rel.endswith(".cubin"):
-            loaded.add(f"cubin:{_cubin_rel(rel)}")
-        elif kind == "workspace" and _JIT.match(rel):
-            loaded.add(f"jit:{rel.rsplit('/', 1)[-1]}")
+    return jit, downloaded
+
+
+def _loaded_item(item: str) -> str | None:
+    """One opened file as ``jit-cache:...``, ``cubin:...`` or ``jit:...``; None for others."""
+    kind, _, rel = item.partition(":")
+    if kind == "site" and rel.startswith("flashinfer_jit_cache/") and rel.endswith(".so"):
+        return f"jit-cache:{rel.split('/', 1)[1]}"
+    if kind == "site" and rel.startswith("flashinfer_cubin/") and rel.endswith(".cubin"):
+        return f"cubin:{_cubin_rel(rel)}"
+    if kind == "workspace" and _JIT.match(rel):
+        return f"jit:{rel.rsplit('/', 1)[-1]}"
+    return None
+
+
+def account(deployed: Sequence[str], site_files: Iterable[str], workspace_files: Iterable[str],
+            opened: Iterable[str]) -> ArtifactReport:
+    """The account of one side. ``site_files``: paths relative to the install (``--target``)
+    folder; ``workspace_files``: relative to its FLASHINFER_WORKSPACE_BASE; ``opened``: what its
+    processes opened or mapped, already made relative (``site:...``, ``workspace:...``).
+    A module flashinfer-jit-cache ships that was JIT-built instead, or a cubin flashinfer-cubin
+    ships that was downloaded instead, is a failure: the target would not run what was tested."""
+    aot, cubins = _shipped(site_files)
+    jit, downloaded = _made_at_run_time(workspace_files)
+    loaded = {x for x in map(_loaded_item, opened) if x is not None}
     report = ArtifactReport(tuple(deployed), tuple(sorted(aot)), len(cubins),
                             tuple(sorted(jit)), tuple(sorted(downloaded)), tuple(sorted(loaded)))
     if JIT_CACHE in deployed:

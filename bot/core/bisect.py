@@ -123,62 +123,107 @@ def read_gate_result(text: str, where: str) -> tuple[str, tuple[str, ...]]:
     return candidate, failing_test_ids(failed, where)
 
 
-def bisect(versions: Sequence[Version], run: Callable[[str], StepResult], *, package: str,  # noqa: C901
-           tests: Sequence[str], retries: int = 2, confirm: int = 1) -> BisectResult:
-    """Find the first version at which ``run`` fails, ``versions[0]`` good and
-    ``versions[-1]`` bad (both verified)."""
-    texts = [str(v) for v in versions]
-    result = BisectResult(package, texts[0], texts[-1], tuple(tests))
+@dataclass
+class _Probe:
+    """Runs one version, re-running a step that gave no answer; records every step. None when
+    the gate gave no answer in ``retries + 1`` runs (the result then says so)."""
 
-    def probe(i: int) -> str | None:
-        for attempt in range(1, retries + 2):
-            r = run(texts[i])
-            result.steps.append(Step(texts[i], attempt, r))
+    texts: Sequence[str]
+    run: Callable[[str], StepResult]
+    result: BisectResult
+    retries: int
+
+    def __call__(self, i: int) -> str | None:
+        for attempt in range(1, self.retries + 2):
+            r = self.run(self.texts[i])
+            self.result.steps.append(Step(self.texts[i], attempt, r))
             if r.outcome in (PASS, FAIL):
                 return r.outcome
-        result.verdict = "no answer"
-        result.message = (f"{package} {texts[i]}: the gate gave no answer in {retries + 1} "
-                          f"runs ({result.steps[-1].result.detail or 'error'})")
+        self.result.verdict = "no answer"
+        self.result.message = (f"{self.result.package} {self.texts[i]}: the gate gave no "
+                               f"answer in {self.retries + 1} runs "
+                               f"({self.result.steps[-1].result.detail or 'error'})")
         return None
 
+
+def _ends_hold(probe: _Probe) -> bool:
+    """The bad end fails and the good end passes (else the result says why not)."""
+    texts, result, package = probe.texts, probe.result, probe.result.package
     bad_end = probe(len(texts) - 1)
     if bad_end is None:
-        return result
+        return False
     if bad_end == PASS:
         result.verdict = "bad end passes"
         result.message = (f"{package} {texts[-1]} passes the named tests here: nothing to "
                           "bisect (a flaky failure, or one this runner does not reproduce)")
-        return result
+        return False
     good_end = probe(0)
     if good_end is None:
-        return result
+        return False
     if good_end == FAIL:
         result.verdict = "good end fails"
         result.first_bad = texts[0]
         result.message = (f"{package} {texts[0]} (the good end) fails too: the failure is "
                           "older than the range, or comes from the runner")
-        return result
-    lo, hi = 0, len(texts) - 1  # lo passes, hi fails
+        return False
+    return True
+
+
+def _narrow(probe: _Probe, lo: int, hi: int) -> tuple[int, int] | None:
+    """Halve ``lo`` (passes) .. ``hi`` (fails) down to neighbours; None: no answer."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        outcome = probe(mid)
+        if outcome is None:
+            return None
+        if outcome == PASS:
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
+def _confirmed(probe: _Probe, lo: int, confirm: int) -> bool | None:
+    """Re-run the last good version ``confirm`` times (the good end was verified already):
+    False when it fails (it passed by luck before), None: no answer."""
+    for _ in range(confirm if lo > 0 else 0):
+        outcome = probe(lo)
+        if outcome is None:
+            return None
+        if outcome == FAIL:
+            return False
+    return True
+
+
+def _boundary(probe: _Probe, confirm: int) -> tuple[int, int] | None:
+    """(last good, first bad) indexes, the last good confirmed; None: no answer."""
+    lo, hi = 0, len(probe.texts) - 1  # lo passes, hi fails
     while True:
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            outcome = probe(mid)
-            if outcome is None:
-                return result
-            if outcome == PASS:
-                lo = mid
-            else:
-                hi = mid
-        confirmed = True
-        for _ in range(confirm if lo > 0 else 0):  # the good end was verified already
-            outcome = probe(lo)
-            if outcome is None:
-                return result
-            if outcome == FAIL:  # it passed by luck before: the boundary is lower
-                hi, lo, confirmed = lo, 0, False
-                break
+        found = _narrow(probe, lo, hi)
+        if found is None:
+            return None
+        lo, hi = found
+        confirmed = _confirmed(probe, lo, confirm)
+        if confirmed is None:
+            return None
         if confirmed:
-            break
+            return lo, hi
+        hi, lo = lo, 0  # the boundary is lower
+
+
+def bisect(versions: Sequence[Version], run: Callable[[str], StepResult], *, package: str,
+           tests: Sequence[str], retries: int = 2, confirm: int = 1) -> BisectResult:
+    """Find the first version at which ``run`` fails, ``versions[0]`` good and
+    ``versions[-1]`` bad (both verified)."""
+    texts = [str(v) for v in versions]
+    result = BisectResult(package, texts[0], texts[-1], tuple(tests))
+    probe = _Probe(texts, run, result, retries)
+    if not _ends_hold(probe):
+        return result
+    found = _boundary(probe, confirm)
+    if found is None:
+        return result
+    lo, hi = found
     result.verdict = "found"
     result.first_bad, result.last_good = texts[hi], texts[lo]
     result.message = (f"first bad version of {package}: {texts[hi]} (last good: {texts[lo]}; "

@@ -5,7 +5,7 @@ model out. The index adapter fetches what the model names; the resolver reads th
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,7 +131,65 @@ def _expand(template: str, *, pypi: str, base: str, variants: Iterable[str]) -> 
     return [(url, variant_of(url)[1])]
 
 
-def build_model(members: Iterable[str], data: BuiltinData | None, *, pypi: str,  # noqa: C901
+def _chosen_variants(variants: Iterable[str], decls: Sequence[IndexDecl],
+                     data: BuiltinData | None) -> tuple[str, ...]:
+    """The CUDA variants asked for, else those the target's index URLs name, else the
+    built-in ones."""
+    chosen = tuple(dict.fromkeys(variants))
+    if not chosen:
+        found = [variant_of(d.url)[1] for d in decls]
+        chosen = tuple(dict.fromkeys(v for v in found if v not in ("", "*")))
+    if not chosen and data:
+        chosen = data.cuda_variants
+    return chosen
+
+
+@dataclass(frozen=True)
+class _Expander:
+    """Turns index templates into refs for one model (its PyPI, base and variants)."""
+
+    pypi: str
+    base: str
+    variants: tuple[str, ...]
+
+    def refs(self, template: str, origin: str, flat: bool = False) -> list[IndexRef]:
+        return [IndexRef(url, origin, variant, flat=flat) for url, variant in
+                _expand(template, pypi=self.pypi, base=self.base, variants=self.variants)]
+
+
+def _builtin_refs(pdata: PackageData | None, channel: str, ex: _Expander) -> list[IndexRef]:
+    """A package's built-in indexes for the channel (the default index when it has none)."""
+    if pdata is None:
+        return [r for t in ("{pypi}",) for r in ex.refs(t, "default index")]
+    templates = (pdata.nightly or pdata.stable) if channel == "nightly" else pdata.stable
+    return [r for t in templates for r in ex.refs(t, f"built-in ({channel})")]
+
+
+def _with_declared(refs: list[IndexRef], package: str, decls: Sequence[IndexDecl],
+                   ex: _Expander) -> list[IndexRef]:
+    """The target's own declarations for the package: ``--index-url`` and uv sources replace
+    the default index, the others add to it."""
+    mine = [d for d in decls if package in d.packages]
+    if any(d.option in ("--index-url", "uv", "uv-default") for d in mine):
+        refs = [r for r in refs if _norm(r.url) != _norm(ex.pypi)]
+    for d in mine:
+        template = variant_of(d.url)[0]  # ".../cu$(...)" -> ".../{variant}"
+        refs += ex.refs(template, d.where, flat=d.option == "--find-links")
+    return refs
+
+
+def _unique(refs: Iterable[IndexRef]) -> tuple[IndexRef, ...]:
+    """The first ref of each URL (trailing slash ignored), in order."""
+    seen: set[str] = set()
+    unique = []
+    for ref in refs:
+        if _norm(ref.url) not in seen:
+            seen.add(_norm(ref.url))
+            unique.append(ref)
+    return tuple(unique)
+
+
+def build_model(members: Iterable[str], data: BuiltinData | None, *, pypi: str,
                 base: str | None, configured: Mapping[str, tuple[str, ...]],
                 config_source: str, decls: Iterable[IndexDecl] = (),
                 variants: Iterable[str] = (), channel: str = "stable") -> IndexModel:
@@ -141,44 +199,19 @@ def build_model(members: Iterable[str], data: BuiltinData | None, *, pypi: str, 
     members = list(members)
     base = _norm(data.base if base is None and data else (base or ""))
     decls = list(decls)
-    chosen = tuple(dict.fromkeys(variants))
-    if not chosen:
-        found = [variant_of(d.url)[1] for d in decls]
-        chosen = tuple(dict.fromkeys(v for v in found if v not in ("", "*")))
-    if not chosen and data:
-        chosen = data.cuda_variants
+    chosen = _chosen_variants(variants, decls, data)
+    ex = _Expander(pypi, base, chosen)
     out: dict[str, tuple[IndexRef, ...]] = {}
     providers: dict[str, str] = {}
     hints: dict[str, str] = {}
     for package in members:
         pdata = data.packages.get(package) if data else None
-        refs: list[IndexRef] = []
-        templates = ((pdata.nightly or pdata.stable) if channel == "nightly" else
-                     pdata.stable) if pdata else ("{pypi}",)
-        for template in templates:
-            for url, variant in _expand(template, pypi=pypi, base=base, variants=chosen):
-                refs.append(IndexRef(url, f"built-in ({channel})" if pdata else
-                                     "default index", variant))
+        refs = _builtin_refs(pdata, channel, ex)
         if channel != "nightly":
-            mine = [d for d in decls if package in d.packages]
-            if any(d.option in ("--index-url", "uv", "uv-default") for d in mine):
-                refs = [r for r in refs if _norm(r.url) != _norm(pypi)]
-            for d in mine:
-                template = variant_of(d.url)[0]  # ".../cu$(...)" -> ".../{variant}"
-                for url, variant in _expand(template, pypi=pypi, base=base, variants=chosen):
-                    refs.append(IndexRef(url, d.where, variant, flat=d.option == "--find-links"))
+            refs = _with_declared(refs, package, decls, ex)
         if package in configured:
-            refs = []
-            for template in configured[package]:
-                for url, variant in _expand(template, pypi=pypi, base=base, variants=chosen):
-                    refs.append(IndexRef(url, config_source, variant))
-        seen: set[str] = set()
-        unique = []
-        for ref in refs:
-            if _norm(ref.url) not in seen:
-                seen.add(_norm(ref.url))
-                unique.append(ref)
-        out[package] = tuple(unique)
+            refs = [r for t in configured[package] for r in ex.refs(t, config_source)]
+        out[package] = _unique(refs)
         if pdata and pdata.providers:
             providers[package] = pdata.providers
         if pdata and pdata.moved:  # FlashInfer's own host, even when its indexes are off

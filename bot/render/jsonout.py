@@ -7,18 +7,21 @@ pins) and checked against real output by the tests."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
 SCHEMAS = ("plan", "apply", "drift", "run", "pins")
 
 
-def to_json(data: object, *, one_line: bool = False, sort_keys: bool = False) -> str:
+def to_json(data: object, *, one_line: bool = False, sort_keys: bool = False,
+            default: Callable[[Any], Any] | None = None) -> str:
     """``data`` as JSON and a newline: indented, or on one line for records a script reads
-    as the last line of output (``run``)."""
+    as the last line of output (``run``). ``default`` turns what JSON has no type for into
+    something it has (``str`` for the GPU gate's report)."""
     if one_line:
-        return json.dumps(data, sort_keys=sort_keys) + "\n"
-    return json.dumps(data, indent=2, sort_keys=sort_keys) + "\n"
+        return json.dumps(data, sort_keys=sort_keys, default=default) + "\n"
+    return json.dumps(data, indent=2, sort_keys=sort_keys, default=default) + "\n"
 
 
 def schema(name: str) -> dict[str, Any]:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.core.edits import EditSet
 from bot.core.editset import edits_to_dict
 from bot.core.models import Plan
 from bot.render.jsonout import to_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _TERMINAL_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
@@ -81,40 +84,51 @@ def plan_json(plan: Plan) -> str:
     return to_json(plan_to_dict(plan))
 
 
-def plan_text(plan: Plan, width: int = 120, color: bool = False) -> str:  # noqa: C901
+def _print_changes(console: Console, plan: Plan) -> None:
+    """The table of changes, or the line saying there is nothing to bump."""
+    from rich.table import Table  # here: --json never loads rich (50 ms of start-up)
+
+    if not plan.changes:
+        console.print(escape(f"pinbump plan: group {plan.group}: nothing to bump "
+                             f"({plan.lead} {plan.lead_current} is current)"))
+        return
+    table = Table(title=f"pinbump plan: group {plan.group}", title_justify="left")
+    for col in ("package", "current", "target", "where", "why"):
+        table.add_column(col, overflow="fold")
+    for c in plan.changes:
+        table.add_row(*(escape(x) for x in (c.package, c.specifier_before,
+                                            c.specifier_after, "\n".join(c.files), c.reason)))
+    console.print(table)
+
+
+def _checked_for(plan: Plan) -> list[str]:
+    if not plan.platforms:
+        return []
+    return [f"  checked for  {plan.platforms}"
+            + (f" ({plan.channel} channel)" if plan.channel != "stable" else "")]
+
+
+def _context_lines(plan: Plan) -> list[tuple[str, bool]]:
+    """The lines under the table, in order, each with whether it wraps softly."""
+    soft = [f"  unchanged  {package} {spec}: {why}" for package, spec, why in plan.unchanged]
+    soft += [f"  not verified  {package}: {why}" for package, why in plan.not_verified]
+    soft += [f"  index  {package}: {where}" for package, where in sorted(plan.found_on.items())]
+    after = [f"  unreachable  {problem}" for problem in plan.unreachable]
+    after += [f"  warning  {warning}" for warning in plan.warnings]
+    after += [f"  not read  {path}: {why}" for path, why in plan.skipped]
+    return [(line, True) for line in soft] + [(line, False) for line in _checked_for(plan)] \
+        + [(line, True) for line in after]
+
+
+def plan_text(plan: Plan, width: int = 120, color: bool = False) -> str:
     from rich.console import Console  # here: --json never loads rich (50 ms of start-up)
-    from rich.table import Table
 
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=color, color_system=None if not
                       color else "auto", highlight=False)
-    if plan.changes:
-        table = Table(title=f"pinbump plan: group {plan.group}", title_justify="left")
-        for col in ("package", "current", "target", "where", "why"):
-            table.add_column(col, overflow="fold")
-        for c in plan.changes:
-            table.add_row(*(escape(x) for x in (c.package, c.specifier_before,
-                                                c.specifier_after, "\n".join(c.files), c.reason)))
-        console.print(table)
-    else:
-        console.print(escape(f"pinbump plan: group {plan.group}: nothing to bump "
-                             f"({plan.lead} {plan.lead_current} is current)"))
-    for package, spec, why in plan.unchanged:
-        console.print(escape(f"  unchanged  {package} {spec}: {why}"), soft_wrap=True)
-    for package, why in plan.not_verified:
-        console.print(escape(f"  not verified  {package}: {why}"), soft_wrap=True)
-    for package, where in sorted(plan.found_on.items()):
-        console.print(escape(f"  index  {package}: {where}"), soft_wrap=True)
-    if plan.platforms:
-        console.print(escape(f"  checked for  {plan.platforms}"
-                             + (f" ({plan.channel} channel)" if plan.channel != "stable"
-                                else "")))
-    for problem in plan.unreachable:
-        console.print(escape(f"  unreachable  {problem}"), soft_wrap=True)
-    for warning in plan.warnings:
-        console.print(escape(f"  warning  {warning}"), soft_wrap=True)
-    for path, why in plan.skipped:
-        console.print(escape(f"  not read  {path}: {why}"), soft_wrap=True)
+    _print_changes(console, plan)
+    for line, soft_wrap in _context_lines(plan):
+        console.print(escape(line), soft_wrap=soft_wrap)
     if plan.rejected:
         console.print("rejected:")
         for line in collapse_rejections(plan):
