@@ -269,6 +269,8 @@ def _tool_commands(sub: Any) -> None:
                       help="keep FlashInfer's JIT caches here, one folder per install")
     gate.add_argument("--pytest-arg", action="append", default=[], metavar="ARG",
                       help="extra argument for pytest (repeatable; default selection -m gpu)")
+    gate.add_argument("--json", action="store_true",
+                      help="print gate.json instead of the summary")
     gate.set_defaults(handler=cmd_gpu_gate)
 
     bis = sub.add_parser("bisect", help="find the first bad version of the lead between the "
@@ -620,6 +622,7 @@ def cmd_gpu_gate(args: argparse.Namespace) -> int:
         GateOptions,
         default_tests_dir,
         deploy_lists,
+        gate_json,
         read_install_file,
         run_gate,
     )
@@ -664,7 +667,7 @@ def cmd_gpu_gate(args: argparse.Namespace) -> int:
                        fused_world=args.fused_world,
                        installs=installs)
     report = run_gate(opts, sys.stderr)
-    sys.stdout.write(gate_markdown(report))
+    sys.stdout.write(gate_json(report) if args.json else gate_markdown(report))
     return 0 if report.passed else 1
 
 
@@ -675,6 +678,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     from bot.commands.bisect import BisectOptions, run_bisect
     from bot.commands.gpu_gate import default_tests_dir
     from bot.core.bisect import bisect_markdown, failing_test_ids, read_gate_result
+    from bot.render.jsonout import to_json
 
     if args.comment_pr is not None and not args.github_repo:
         raise InputError("--comment-pr needs --github-repo")
@@ -703,12 +707,13 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         gh_opts = _github_options(args)
         github = gh_opts.client(gh_opts.token() or "")
     result = run_bisect(opts, plan_options(args), sys.stderr)
-    write_file(args.out / "bisect.json", json.dumps(result.as_dict(), indent=2).encode())
+    document = to_json(result.as_dict())
+    write_file(args.out / "bisect.json", document.encode())
     if github is not None:
         github.comment(args.comment_pr, bisect_markdown(result))
         print(f"pinbump: bisect verdict posted on #{args.comment_pr}", file=sys.stderr)
     if args.json:
-        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
+        sys.stdout.write(document)
     else:
         print(result.message)
         if result.verdict == "found":

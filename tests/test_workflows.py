@@ -313,12 +313,12 @@ def test_install_workflows_speaks_json(tmp_path: Path,
     assert not any(f["changed"] for f in json.loads(capsys.readouterr().out)["files"])
 
 
-def test_every_command_but_gpu_gate_has_json() -> None:
+def test_every_command_has_json() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     lacking = [name for name, p in sub.choices.items()
                if not any("--json" in a.option_strings for a in p._actions)]
-    assert lacking == ["gpu-gate"]  # gpu-gate writes gate.json to --out instead
+    assert lacking == []  # gpu-gate prints its gate.json
 
 
 def test_commands_workflow_runs_pinbump_command_on_comments_and_dashboard_edits() -> None:

@@ -1,8 +1,8 @@
 """The one JSON serializer of pinbump's ``--json`` outputs, and their published schemas.
 
 Every ``--json`` document goes through ``to_json``; the shape of each is described by a JSON
-Schema shipped as package data (``bot/schemas/<name>.schema.json``: plan, apply, drift, run,
-pins) and checked against real output by the tests."""
+Schema shipped as package data (``bot/schemas/<command>.schema.json``, one per command that
+has ``--json``) and checked against real output by the tests."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-SCHEMAS = ("plan", "apply", "drift", "run", "pins")
+SCHEMAS = ("plan", "apply", "drift", "run", "pins", "gate", "command", "verify-pr",
+           "report-gpu", "status", "install-workflows", "gpu-gate", "bisect")
 
 
 def to_json(data: object, *, one_line: bool = False, sort_keys: bool = False,
