@@ -31,6 +31,7 @@ def new(*params: Param) -> Signature:
     # the old name now collects *args or **kwargs: binding by keyword would change meaning
     (site(3), new(Param("scale", VA), Param("pdl", KW, "None")), ()),
     (site(3), new(Param("inv", PK, "False"), Param("scale", VK)), ()),
+    (site(3), new(Param("inv", PK, "False"), Param("pdl", PK, "None"), Param("scale", VK)), ()),
     # the old name is gone
     (site(3), new(Param("inv", PK, "False"), Param("pdl", PK, "None")), ()),
     # the call already passes that keyword: a duplicate keyword would be a SyntaxError

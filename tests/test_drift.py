@@ -99,6 +99,15 @@ def test_findings_are_sorted_breaking_first(apis: tuple[ApiIndex, ApiIndex]) -> 
      ["`b` changed from positional or keyword to keyword-only"]),
     ("def f(a, b=1): ...", "def f(a, b): ...", ["`b` is now required"]),
     ("def f(a): ...", "def f(a, x): ...", ["new required parameter `x`"]),
+    # a parameter inserted before another new one is just new
+    ("def f(a): ...", "def f(a, x=1, y=2): ...",
+     ["new optional parameter `x=1`", "new optional parameter `y=2`"]),
+    # a rename, then a new parameter after it
+    ("def f(a, b): ...", "def f(a, c, d=1): ...",
+     ["parameter `b` renamed to `c`", "new optional parameter `d=1`"]),
+    # a removed parameter, then a changed default after it
+    ("def f(a, b, c=1): ...", "def f(a, c=2): ...",
+     ["parameter `b` removed", "default of `c` changed: 1 -> 2"]),
 ])
 def test_describe_changes(tmp_path: Path, old: str, new: str, expected: list[str]) -> None:
     a = api_of(tmp_path, {"kernelpkg/__init__.py": old + "\n"}, "a")

@@ -67,9 +67,64 @@ def test_every_reach_form_is_found() -> None:
     # look-alikes that are not the package: a prose string, another root, a relative import
     ("s = 'kernelpkg is fast'\nimport otherpkg\notherpkg.g()\nfrom . import kernelpkg\n", []),
     ("def broken(:\n    kernelpkg.g()\n", []),  # not Python: nothing to map
+    # a log message naming a module is prose, not a reference
+    ("import kernelpkg\nkernelpkg.log('kernelpkg.gemm failed: %s')\n", ["call kernelpkg.log"]),
+    # a three-part string is a reference to the whole path
+    ("x = 'kernelpkg.comm.allreduce'\n", ["reference kernelpkg.comm.allreduce"]),
+    # bindings made later in the file, by name and by attribute, still resolve
+    ("import kernelpkg\ndef run(x):\n    return b.allreduce(x)\nb = a\na = kernelpkg.comm\n",
+     ["call kernelpkg.comm.allreduce"]),
+    ("import kernelpkg\ndef run():\n    return fast.allreduce(1)\nfast = Ops.comm\n"
+     "Ops.comm = kernelpkg.comm\n", ["call kernelpkg.comm.allreduce"]),
+    # a chained assignment binds every name; annotated and walrus assignments bind too
+    ("import kernelpkg\na = b = kernelpkg.comm\nb.allreduce(1)\n",
+     ["call kernelpkg.comm.allreduce"]),
+    ("import kernelpkg\ncomm: object = kernelpkg.comm\ncomm.allreduce(1)\n",
+     ["call kernelpkg.comm.allreduce"]),
+    ("import kernelpkg\nif (c := kernelpkg.comm):\n    c.allreduce(1)\n",
+     ["call kernelpkg.comm.allreduce"]),
+    # the package imported after another one in one statement
+    ("import os, kernelpkg\nkernelpkg.g(1)\n", ["call kernelpkg.g"]),
+    # a fallback import from another package does not hide the package's own
+    ("try:\n    from kernelpkg import rmsnorm\nexcept ImportError:\n"
+     "    from fallback import rmsnorm\nrmsnorm(x)\n", ["call kernelpkg.rmsnorm"]),
+    # a relative import of a vendored copy with the same name is not the package
+    ("from .kernelpkg import helper\nhelper(1)\n", []),
+    # a module returned by a call, used at once
+    ("import importlib\nimportlib.import_module('kernelpkg.comm').allreduce(x)\n",
+     ["call kernelpkg.comm.allreduce", "reference kernelpkg.comm"]),
+    # getattr with a name only known at run time, and a lazy helper whose second argument is
+    # not a name: nothing more can be told
+    ("import kernelpkg\ngetattr(kernelpkg, op_name)(x)\n", []),
+    ("m = lazy('kernelpkg.gemm', fallback)\nm.run(1)\n", ["reference kernelpkg.gemm"]),
+    ("TABLE = [('kernelpkg.gemm', 3)]\n", ["reference kernelpkg.gemm"]),
+    # setattr is no probe of the package's API
+    ("import kernelpkg\nsetattr(kernelpkg, 'debug', True)\n", []),
+    # a call in a lambda
+    ("import kernelpkg\nf = lambda x: kernelpkg.g(x)\n", ["call kernelpkg.g"]),
+    # a decorator is evaluated in the enclosing scope, the body in the function's own
+    ("import kernelpkg\nops = kernelpkg.ops\n@ops.register('fused')\ndef fused(x):\n"
+     "    ops = kernelpkg.comm\n    return ops.allreduce(x)\n",
+     ["call kernelpkg.ops.register", "call kernelpkg.comm.allreduce"]),
+    # at one position the call comes before the reference it goes through
+    ("import kernelpkg as k\ngetattr(k, 'comm').allreduce(x)\n",
+     ["call kernelpkg.comm.allreduce", "reference kernelpkg.comm"]),
 ])
 def test_reach_forms_one_by_one(code: str, expected: list[str]) -> None:
     assert [f"{s.kind} {s.path}" for s in scan_source("t.py", code, {"kernelpkg"})] == expected
+
+
+def test_a_call_site_records_its_arguments_and_its_line() -> None:
+    code = ("import kernelpkg\n"
+            "kernelpkg.gemm(a, b, *rest, alpha=1, **extra)  # " + "x" * 200 + "\n"
+            "if a:\n    kernelpkg.gemm(a, beta=2)\n")
+    first, second = scan_source("t.py", code, {"kernelpkg"})
+    assert (first.positional, first.keywords, first.star_args, first.star_kwargs) == \
+        (2, ("alpha",), True, True)
+    assert first.text == code.splitlines()[1].strip()[:160] and len(first.text) == 160
+    assert (second.line, second.column, second.positional, second.keywords, second.star_args,
+            second.star_kwargs, second.text) == (4, 4, 1, ("beta",), False, False,
+                                                 "kernelpkg.gemm(a, beta=2)")
 
 
 def test_columns_count_characters_for_the_codemod() -> None:
