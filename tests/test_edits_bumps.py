@@ -99,8 +99,8 @@ FI = "flashinfer-python"
     # a package only the killed run moved, after the plan's
     ([Bump(FI, frozenset({"0.6.8.post1"}), "0.6.11")],
      [Bump("flashinfer-cubin", frozenset({"0.6.8.post1"}), "0.6.11"),
-      Bump(FI, frozenset({"0.6.8.post1"}), "0.6.11")],
-     [(FI, ["0.6.8.post1"], "0.6.11"), ("flashinfer-cubin", ["0.6.8.post1"], "0.6.11")]),
+      Bump(FI, frozenset({"0.6.9"}), "0.6.11")],
+     [(FI, ["0.6.8.post1", "0.6.9"], "0.6.11"), ("flashinfer-cubin", ["0.6.8.post1"], "0.6.11")]),
     # the killed run's only old version is the plan's target: nothing left to move
     ([], [Bump(FI, frozenset({"0.6.11"}), "0.6.11")], []),
 ])

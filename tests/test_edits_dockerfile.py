@@ -38,6 +38,9 @@ DIFFERENT = "which move to different versions"
     ("ARG V=0.6.8.post1\nRUN pip install flashinfer-python==$V flashinfer-cubin==$V\n", {}, None,
      f"ARG V=0.6.8.post1 left unchanged: used for flashinfer-cubin, flashinfer-python, "
      f"{DIFFERENT}"),
+    ("ARG V=4.4.2\nRUN pip install flashinfer-python==$V flashinfer-cubin==$V\n", {}, None,
+     "ARG V=4.4.2 left unchanged: used for flashinfer-cubin, flashinfer-python, whose old "
+     "version is not 4.4.2"),
     # the config wins over the install
     ("ARG V=4.4.2\nRUN pip install flashinfer-python==$V\n", {"V": "nvidia-cutlass-dsl"},
      "ARG V=4.5.0\nRUN pip install flashinfer-python==$V\n", None),
@@ -73,12 +76,19 @@ DIFFERENT = "which move to different versions"
     # a stage re-declaring the ARG without a default
     ("ARG CUBIN_VERSION=0.6.8.post1\nFROM base\nARG CUBIN_VERSION\n", {},
      "ARG CUBIN_VERSION=0.6.10\nFROM base\nARG CUBIN_VERSION\n", None),
+    # a blank line and a comment do not end the file's instructions; a pin in a comment
+    # before a RUN is not the RUN's
+    ("FROM base\n\n# flashinfer-cubin==0.6.8.post1 crashed on H100\nARG CUBIN_VERSION=0.6.8.post1\n"
+     "RUN pip install flashinfer-cubin==${CUBIN_VERSION}\n", {},
+     "FROM base\n\n# flashinfer-cubin==0.6.8.post1 crashed on H100\nARG CUBIN_VERSION=0.6.10\n"
+     "RUN pip install flashinfer-cubin==${CUBIN_VERSION}\n", None),
     # a default inside a shell default is not an ARG's
     ("ARG X=1\nRUN pip install flashinfer-python==${X:-0.6.8.post1}\n", {}, None, None),
 ])
 def test_which_bump_a_default_follows(text: str, configured: dict[str, str], after: str | None,
                                       note: str | None) -> None:
     edit, notes = edit_dockerfile("docker/Dockerfile", text, BUMPS, configured)
+    assert (edit.path, edit.old) == ("docker/Dockerfile", text)
     assert edit.new == (text if after is None else after)
     assert notes == ([] if note is None else [f"docker/Dockerfile:1: {note}"])
     assert [(e.file, e.line) for e in edit.edits] == [
@@ -145,3 +155,5 @@ def test_an_arg_left_at_an_old_version_is_caught_before_writing() -> None:
     # the untied one may stay
     edited = text.replace("CUBIN_VERSION=0.6.8.post1", "CUBIN_VERSION=0.6.10")
     validate_dockerfile(FileEdit("Dockerfile", text, edited), BUMPS)
+    # an ARG no longer in the edited text holds no old version
+    validate_dockerfile(FileEdit("Dockerfile", text, "ARG PKG_VERSION=0.6.8.post1\n"), BUMPS)

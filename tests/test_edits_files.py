@@ -11,7 +11,7 @@ import pytest
 from bot.core.discovery import find_pins, parse_requirements
 from bot.core.edits import FileEdit, edit_literals, edit_requirements, validate_requirements
 from bot.core.models import Pin
-from bot.errors import ApplyError
+from bot.errors import ApplyError, InputError
 
 NAMES = {"flashinfer-python", "flashinfer-cubin", "nvidia-cutlass-dsl"}
 
@@ -69,6 +69,18 @@ def test_a_literal_that_changed_since_it_was_read(now: str, message: str) -> Non
     assert str(err.value).startswith(message)
 
 
+def test_a_literal_already_moved_does_not_stop_the_next() -> None:
+    before = ("#!/bin/bash\nFLASHINFER_VERSION=0.6.8.post1  # 0.6.8.post1 was the last good one\n"
+              "git clone --branch v0.6.8.post1 https://github.com/flashinfer-ai/flashinfer\n")
+    pins = found("ci.sh", before)
+    assert [p.line for p in pins] == [3, 2]
+    half = before.replace("v0.6.8.post1", "v0.6.11")  # a killed apply wrote line 3 only
+    edit = edit_literals("ci.sh", half, [(p, "0.6.11") for p in pins])
+    assert edit.new == half.replace("VERSION=0.6.8.post1", "VERSION=0.6.11")
+    assert "# 0.6.8.post1 was the last good one" in edit.new  # only the value moves
+    assert [e.line for e in edit.edits] == [2]
+
+
 def test_a_literal_pin_on_line_zero_is_not_read_from_the_end() -> None:
     [pin] = found("ci.sh", "FLASHINFER_VERSION=0.6.8.post1\n")
     moved = Pin(pin.package, pin.requirement, pin.file, 0, pin.section, pin.kind, pin.literal)
@@ -84,6 +96,16 @@ def reqs(text: str) -> list[Pin]:
     # extras, markers and comments stay; only the specifier moves
     ("flashinfer-python[jit]==0.6.8.post1 ; python_version >= '3.10'  # pinned\n",
      ["==0.6.11"], "flashinfer-python[jit]==0.6.11 ; python_version >= '3.10'  # pinned\n"),
+    # a compatible-release pin on the first line
+    ("nvidia-cutlass-dsl~=4.4.2\n", ["~=4.5.0"], "nvidia-cutlass-dsl~=4.5.0\n"),
+    # the pin moves, a comment repeating it does not
+    ("flashinfer-cubin==0.6.8.post1  # as flashinfer-cubin==0.6.8.post1 in docker/\n",
+     ["==0.6.11"], "flashinfer-cubin==0.6.11  # as flashinfer-cubin==0.6.8.post1 in docker/\n"),
+    # continued on its first line; an earlier pin at the same version is another package's
+    ("nvidia-cutlass-dsl>=4.4.2 \\\n    ; python_version >= '3.10'\n", [">=4.5.0"],
+     "nvidia-cutlass-dsl>=4.5.0 \\\n    ; python_version >= '3.10'\n"),
+    ("quack-kernels==4.4.2\nnvidia-cutlass-dsl \\\n    ==4.4.2  # was ==4.4.2\n", ["==4.5.0"],
+     "quack-kernels==4.4.2\nnvidia-cutlass-dsl \\\n    ==4.5.0  # was ==4.4.2\n"),
     # a target's own upper bound survives the bump
     ("nvidia-cutlass-dsl>=4.4.2,<5\n", [">=4.5.0,<5"], "nvidia-cutlass-dsl>=4.5.0,<5\n"),
     # the version on the second line of a continued requirement, then a pin after it
@@ -97,7 +119,7 @@ def reqs(text: str) -> list[Pin]:
 def test_a_requirement_moves_its_version_only(before: str, specs: list[str], after: str) -> None:
     pins = reqs(before)
     edit = edit_requirements("requirements.txt", before, list(zip(pins, specs, strict=True)))
-    assert edit.new == after
+    assert (edit.path, edit.old, edit.new) == ("requirements.txt", before, after)
     assert [(e.file, e.kind) for e in edit.edits] == [("requirements.txt", "requirement")] * \
         len(specs)
     assert [e.before for e in edit.edits] == [before.splitlines()[e.line - 1].strip()
@@ -160,6 +182,13 @@ def test_an_edited_file_is_read_back(path: str, before: str, after: str) -> None
         validate_requirements(FileEdit(path, before, before), NAMES, expected)
     assert str(err.value) == (f"{path}: after editing, 'flashinfer-python==0.6.11' is not "
                               "found; nothing written")
+
+
+def test_an_edit_that_breaks_the_toml_names_the_file() -> None:
+    broken = '[project]\ndependencies = ["flashinfer-python==0.6.11"\n'
+    edit = FileEdit("pyproject.toml", "", broken)
+    with pytest.raises(InputError, match=r"^pyproject\.toml"):
+        validate_requirements(edit, NAMES, {})
 
 
 def test_a_specifier_is_compared_without_surrounding_space() -> None:

@@ -26,6 +26,19 @@ BUMPS = [LEAD,
      'assert_version("nvidia_cutlass_dsl", "4.4.2")\n',
      'x = 1\ny = (\n  1,\n)\nassert_version("flashinfer-cubin", "0.6.11"); '
      'assert_version("nvidia_cutlass_dsl", "4.5.0")\n', [5, 5]),
+    # U prefix; a call without any version before the check does not end the search
+    ('import sys\nprint("checking")\ncheck(U"flashinfer-python", U"0.6.8.post1")\n',
+     'import sys\nprint("checking")\ncheck(U"flashinfer-python", U"0.6.11")\n', [3]),
+    # a call naming two packages is skipped, not the end of the search
+    ('check("flashinfer_python", "nvidia-cutlass-dsl", "0.6.8.post1")\n'
+     'check("flashinfer_python", "0.6.8.post1")\n',
+     'check("flashinfer_python", "nvidia-cutlass-dsl", "0.6.8.post1")\n'
+     'check("flashinfer_python", "0.6.11")\n', [2]),
+    # checks on two lines: one edit each
+    ('check("flashinfer_python", "0.6.8.post1")\ncheck("flashinfer_cubin", "0.6.9")\n',
+     'check("flashinfer_python", "0.6.11")\ncheck("flashinfer_cubin", "0.6.11")\n', [1, 2]),
+    # two literals concatenated with different quotes are left for a human
+    ("check(\"flashinfer_python\", \"0.6.8\" '.post1')\n", None, []),
     # the package name in a nested call is not this call's
     ('ok = version_ok(get("flashinfer_cubin"), "0.6.8.post1")\n', None, []),
     # another package's old version is not this package's
@@ -47,6 +60,14 @@ def test_version_checks(before: str, after: str | None, lines: list[int]) -> Non
         for n in lines]
 
 
+def test_python_with_a_null_byte_is_an_error() -> None:
+    with pytest.raises(InputError) as err:
+        edit_assertions("pkg/check.py", 'check("flashinfer-python", "0.6.8.post1")\x00\n', BUMPS)
+    message = str(err.value)
+    assert message.startswith("pkg/check.py:1: cannot parse Python (")
+    assert "null bytes" in message and message.endswith("); fix the file first")
+
+
 def test_python_that_does_not_parse_names_the_line() -> None:
     with pytest.raises(InputError) as err:
         edit_assertions("pkg/check.py", 'x = 1\n\ncheck("flashinfer-python", "0.6.8.post1\n',
@@ -63,6 +84,11 @@ def test_python_that_does_not_parse_names_the_line() -> None:
     # each match on a line
     ("Tested with FlashInfer 0.6.8.post1 (and FlashInfer 0.6.8.post1 wheels).\n",
      "Tested with FlashInfer 0.6.11 (and FlashInfer 0.6.11 wheels).\n", (r"FlashInfer {version}",)),
+    # what the pattern matches after the version stays
+    ("FlashInfer 0.6.8.post1 or later is needed.\n", "FlashInfer 0.6.11 or later is needed.\n",
+     (r"FlashInfer {version} or later",)),
+    # an old version absent from the text does not stop the next one
+    ("FlashInfer 0.6.9 or later\n", "FlashInfer 0.6.11 or later\n", (r"FlashInfer {version}",)),
     # the version's dots are dots, not any character
     ("Tested with FlashInfer 0x6y8zpost1.\n", None, (r"FlashInfer {version}",)),
     # only lines a pattern matches
@@ -72,7 +98,7 @@ def test_python_that_does_not_parse_names_the_line() -> None:
 def test_documented_examples(before: str, after: str | None, patterns: tuple[str, ...]) -> None:
     lead = Bump("flashinfer-python", frozenset({"0.6.8.post1", "0.6.9"}), "0.6.11")
     edit = edit_docs("docs/install.md", before, lead, (*BUILTIN_DOC_PATTERNS, *patterns))
-    assert edit.new == (after or before)
+    assert (edit.path, edit.old, edit.new) == ("docs/install.md", before, after or before)
     changed = [n for n, (a, b) in enumerate(zip(before.splitlines(), edit.new.splitlines(),
                                                 strict=True), start=1) if a != b]
     assert [(e.file, e.line, e.kind) for e in edit.edits] == [
@@ -82,7 +108,7 @@ def test_documented_examples(before: str, after: str | None, patterns: tuple[str
 def test_docs_without_a_lead_bump_stay() -> None:
     text = "Requires a version, e.g. 0.6.8.post1.\n"
     edit = edit_docs("README.md", text, None, BUILTIN_DOC_PATTERNS)
-    assert (edit.new, edit.edits) == (text, [])
+    assert (edit.path, edit.old, edit.new, edit.edits) == ("README.md", text, text, [])
 
 
 def test_every_old_version_left_is_listed_line_by_line() -> None:
