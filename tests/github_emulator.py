@@ -135,6 +135,8 @@ class State:
     auto_merge_allowed: bool = False
     releases: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # OWNER/NAME
     required_approvals: int = 0  # branch protection of the base: approving reviews needed
+    merge_queue: bool = False  # the base's protection (or ruleset) requires a merge queue
+    queue: list[dict[str, Any]] = field(default_factory=list)  # its entries
     counter: itertools.count = field(default_factory=lambda: itertools.count(1))
     ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
 
@@ -275,14 +277,28 @@ class GitHubEmulator(ThreadingHTTPServer):
         item = self.state.items[number]
         auto = item.get("auto_merge")
         return {"id": f"PR_{item['id']}", "number": number,
-                "autoMergeRequest": {"enabledAt": auto["enabled_at"]} if auto else None}
+                "autoMergeRequest": {"enabledAt": auto["enabled_at"]} if auto else None,
+                "isMergeQueueEnabled": self.state.merge_queue,
+                "isInMergeQueue": any(e["number"] == number for e in self.state.queue)}
 
     def enable_auto_merge(self, args: dict[str, Any]) -> dict[str, Any]:
-        number = next(n for n, i in self.state.items.items()
-                      if f"PR_{i['id']}" == args["pullRequestId"])
-        self.state.items[number]["auto_merge"] = {
-            "enabled_at": now(), "method": args.get("mergeMethod"),
-            "sha": args.get("expectedHeadOid")}
+        """GitHub's enablePullRequestAutoMerge. On a base that requires a merge queue it is
+        "merge when ready" whatever the repository's auto-merge setting: a PR whose
+        requirements already hold joins the queue at once, the others when they come to
+        hold (cli/cli pkg/cmd/pr/merge/merge.go documents the same)."""
+        s = self.state
+        number = next(n for n, i in s.items.items() if f"PR_{i['id']}" == args["pullRequestId"])
+        item = s.items[number]
+        head = self.head_sha(item["head"])
+        if args.get("expectedHeadOid") and args["expectedHeadOid"] != head:
+            raise ValueError("Head sha didn't match expected head sha")
+        if not (s.auto_merge_allowed or s.merge_queue):
+            raise ValueError("Pull request Auto merge is not allowed for this repository")
+        if s.merge_queue and self.merge_state(number) == (True, "clean"):
+            s.queue.append({"number": number, "sha": head, "enqueued_at": now()})
+        else:
+            item["auto_merge"] = {"enabled_at": now(), "method": args.get("mergeMethod"),
+                                  "sha": args.get("expectedHeadOid")}
         return {"pullRequest": self.pull_node(number)}
 
     def new_item(self, pr: bool, **fields: Any) -> int:
@@ -303,6 +319,9 @@ class EmulatedApp:
     login: str = "pinbump-app[bot]"
     installation_id: int = 77
     tokens: list[str] = field(default_factory=list)
+    permissions: dict[str, str] = field(default_factory=lambda: {
+        "contents": "write", "pull_requests": "write", "issues": "write", "actions": "write",
+        "statuses": "write", "checks": "read", "metadata": "read"})
 
     def route(self, srv: GitHubEmulator, method: str, path: str, jwt_text: str
               ) -> tuple[int, Any, dict[str, str]]:
@@ -332,7 +351,8 @@ class EmulatedApp:
             self.tokens.append(token)
             srv.accounts[token] = Account(self.login, installation=True)
             return 201, srv.factory.component("installation-token", token=token,
-                                              expires_at=now()), {}
+                                              expires_at=now(),
+                                              permissions=dict(self.permissions)), {}
         return 403, {"message": "A JWT can only call the App endpoints",
                      "documentation_url": "https://docs.github.com/rest"}, {}
 
@@ -540,6 +560,13 @@ def merge_pull(srv, m, q, d):
     item = srv.state.items[n]
     head = srv.head_sha(item["head"])
     mergeable, state = srv.merge_state(n)
+    # A base that requires a merge queue: GitHub answers a REST merge with 405 "Changes
+    # must be made through the merge queue" (pascalgn/automerge-action#235; only a token
+    # that may bypass the rule merges directly, akuity/kargo#5405).
+    if srv.state.merge_queue:
+        return 405, {"message": "Changes must be made through the merge queue",
+                     "documentation_url": "https://docs.github.com/rest/pulls/pulls"
+                                          "#merge-a-pull-request"}, {}
     if not mergeable or state == "blocked":
         return 405, {"message": "Pull Request is not mergeable",
                      "documentation_url": "https://docs.github.com/rest"}, {}

@@ -145,9 +145,8 @@ def test_rebase_keeps_hand_edits(world: World, capsys: pytest.CaptureFixture[str
     assert authors[0] == "Dev" and set(authors[1:]) == {"pinbump[bot]"}
 
 
-def test_app_auth_exchanges_a_jwt_for_an_installation_token(
-        world: World, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+def install_app(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An App installed on the emulated repository, its private key in $PINBUMP_APP_KEY."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -162,6 +161,12 @@ def test_app_auth_exchanges_a_jwt_for_an_installation_token(
     world.emu.app = EmulatedApp("4242", public.decode())
     monkeypatch.delenv("GITHUB_TOKEN")
     monkeypatch.setenv("PINBUMP_APP_KEY", private)
+
+
+def test_app_auth_exchanges_a_jwt_for_an_installation_token(
+        world: World, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    install_app(world, monkeypatch)
     assert world.run("--app-id", "4242") == 0
     captured = capsys.readouterr()
     result = last_json(captured.out)
@@ -170,12 +175,43 @@ def test_app_auth_exchanges_a_jwt_for_an_installation_token(
     calls = [(m, p, s) for m, p, s in world.emu.log if "install" in p]
     assert calls == [("GET", "/repos/acme/serving/installation", 200),
                      ("POST", "/app/installations/77/access_tokens", 201)]
+    assert world.emu.app is not None
     [token] = world.emu.app.tokens
     assert token not in captured.out + captured.err and "PRIVATE KEY" not in captured.err
     monkeypatch.setenv("PINBUMP_APP_KEY", "not a key")
     assert world.run("--app-id", "4242") == 2
     err = capsys.readouterr().err
     assert "the private key is not a usable PEM RSA key" in err and err.count("\n") == 1
+
+
+def test_app_lacking_a_permission_fails_preflight_before_any_push(
+        world: World, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An installation token says what it may do: one that cannot write pull requests stops
+    the run before the branch is pushed (a PAT cannot say, the preflight's REST checks
+    remain for it)."""
+    install_app(world, monkeypatch)
+    assert world.emu.app is not None
+    world.emu.app.permissions.update(pull_requests="read")
+    del world.emu.app.permissions["actions"]
+    assert world.run("--app-id", "4242") == 2
+    err = capsys.readouterr().err
+    assert err == ("pinbump: error: preflight: GitHub App 4242 lacks pull_requests: write, "
+                   "actions: write on acme/serving (grant it in the App's settings and accept "
+                   "it on the installation); nothing was changed\n")
+    assert "pinbump" not in git(world.bare, "branch", "--list")
+    assert world.emu.writes() == [("POST", "/app/installations/77/access_tokens", 201)]
+
+
+def test_rebase_when_policy_table() -> None:
+    """(rebase-when, GitHub's mergeable_state, base moved) -> rebased without being asked."""
+    from bot.core.chatops import rebase_needed
+
+    rows = [("conflicted", "dirty", True, True), ("conflicted", "behind", True, False),
+            ("conflicted", "clean", False, False), ("behind", "behind", True, True),
+            ("behind", "clean", False, False), ("never", "dirty", True, False),
+            ("never", "behind", True, False)]
+    assert [rebase_needed(w, s, b) for w, s, b, _ in rows] == [r[3] for r in rows]
 
 
 # -- the target's CI governance (issue 16, item 9) --------------------------------------------

@@ -116,6 +116,24 @@ def test_recreate_command_drops_hand_edits(people: World,
     assert "HANDFIX.md" not in git(people.bare, "ls-tree", "--name-only", head)
 
 
+def test_rebase_command_keeps_hand_edits(people: World,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    first = opened(people, capsys)
+    branch = first["branch"]
+    push_branch(people, branch, "Dev", "dev@example.invalid", start=branch,
+                files={"HANDFIX.md": "fix\n"})
+    base = push_branch(people, "main", "dev", "dev@example.invalid",
+                       files={"README.md": "unrelated change on the base\n"})
+    assert command(people, "--comment-id",
+                   str(say(people, first["pr"], "/pinbump rebase"))) == 0
+    [done] = json.loads(capsys.readouterr().out)
+    assert (done["verb"], done["state"]) == ("rebase", "done")
+    head = git(people.bare, "rev-parse", f"refs/heads/{branch}")
+    assert git(people.bare, "merge-base", head, "main") == base  # on the moved base
+    assert "HANDFIX.md" in git(people.bare, "ls-tree", "--name-only", head)
+    assert f"`/pinbump rebase`: updated at `{head[:12]}`." in replies(people, first["pr"])[0]
+
+
 def test_explain_command_replies_with_the_plans_reasons(
         people: World, capsys: pytest.CaptureFixture[str]) -> None:
     pr = opened(people, capsys)["pr"]

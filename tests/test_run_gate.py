@@ -841,3 +841,43 @@ def test_required_checks_from_any_ci_count(github_world: World,
     assert r.status_code == 201
     assert world.gate(pr) == 0
     assert [m["sha"] for m in world.emu.state.merges] == [sha]
+
+
+def test_merge_queue_is_joined_only_when_pinbumps_own_checks_pass(
+        github_world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """A base whose protection requires a merge queue, the repository's auto-merge setting
+    off: GitHub refuses a REST merge there; the gate never tries one, and asks GitHub to merge
+    when ready (which queues the PR) only once the GPU jobs and pinbump/drift are green on the
+    head SHA."""
+    import requests
+
+    world = github_world
+    world.emu.state.merge_queue = True
+    pr, sha = world.bot_pr()
+    refused = requests.put(f"{world.emu.url}/repos/acme/serving/pulls/{pr}/merge",
+                           json={"sha": sha, "merge_method": "squash"}, timeout=10,
+                           headers={"Authorization": f"token {TOKEN}"})
+    assert refused.status_code == 405
+    assert refused.json()["message"] == "Changes must be made through the merge queue"
+    world.emu.log.clear()
+
+    def enabled() -> int:
+        return sum("enablePullRequestAutoMerge" in q["query"] for q in world.emu.gql_log)
+
+    for context in GPU_JOBS:
+        world.status(sha, context, "success")
+    assert world.gate(pr, "--json") == 0  # drift not reported yet
+    assert json.loads(capsys.readouterr().out)["state"] == "pending"
+    world.status(sha, "pinbump/drift", "failure")
+    assert world.gate(pr) == 1  # the GPU gate is green, drift is not
+    assert enabled() == 0 and world.emu.state.queue == []
+    world.status(sha, "pinbump/drift", "success")
+    assert world.gate(pr, "--json") == 0
+    assert json.loads(capsys.readouterr().out)["state"] == "auto-merge"
+    assert [(e["number"], e["sha"]) for e in world.emu.state.queue] == [(pr, sha)]
+    [query] = [q for q in world.emu.gql_log if "enablePullRequestAutoMerge" in q["query"]]
+    assert query["variables"] == {"id": f"PR_{world.emu.state.items[pr]['id']}", "sha": sha}
+    assert world.gate(pr) == 0  # already queued: not asked twice
+    assert enabled() == 1
+    assert not [entry for entry in world.emu.log if entry[1].endswith("/merge")]
+    assert world.emu.state.merges == []

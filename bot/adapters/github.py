@@ -94,7 +94,8 @@ def app_installation_token(repo: str, app_id: str, private_key: str,
     integration = GithubIntegration(auth=auth, base_url=base_url)
     try:
         installation = integration.get_repo_installation(owner, name)
-        return str(integration.get_access_token(installation.id).token)
+        granted = integration.get_access_token(installation.id)
+        token, permissions = str(granted.token), granted.raw_data.get("permissions")
     except GithubException as exc:
         message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
         raise GitHubError(f"GitHub App {app_id}: exchanging its JWT for an installation token "
@@ -103,6 +104,28 @@ def app_installation_token(repo: str, app_id: str, private_key: str,
     except RequestException as exc:
         raise GitHubError(f"GitHub App {app_id}: exchanging its JWT failed: "
                           f"{type(exc).__name__}") from None
+    missing = app_permissions_missing(permissions)
+    if missing:
+        raise GitHubError(f"preflight: GitHub App {app_id} lacks {', '.join(missing)} on "
+                          f"{repo} (grant it in the App's settings and accept it on the "
+                          "installation); nothing was changed")
+    return token
+
+
+# What pinbump's commands write with an App's installation token (README: "GitHub App").
+APP_PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write",
+                   "actions": "write", "statuses": "write", "checks": "read"}
+
+
+def app_permissions_missing(granted: Any) -> list[str]:
+    """The permissions the installation token lacks, from the ``permissions`` GitHub returns
+    with it (an installation token, unlike a PAT, says what it may do): checked before any
+    write, so a run never pushes a branch it then cannot open a PR for."""
+    if not isinstance(granted, dict):
+        return []  # not reported: the preflight's own checks remain
+    rank = {"read": 1, "write": 2}
+    return [f"{name}: {level}" for name, level in APP_PERMISSIONS.items()
+            if rank.get(str(granted.get(name)), 0) < rank[level]]
 
 
 class GitHub:
@@ -181,9 +204,15 @@ class GitHub:
 
     def auto_merge(self, number: int, sha: str, method: str) -> bool | None:
         """Enable GitHub's native auto-merge on the PR, pinned to ``sha``: GitHub merges it
-        once every required review and check passes (through the merge queue where the base
-        has one). None when the repository does not allow auto-merge."""
-        from bot.adapters.github_graphql import ENABLE_AUTO_MERGE, PULL_AUTO_MERGE
+        once every required review and check passes. Where the base requires a merge queue
+        this is "merge when ready" (GitHub queues the PR; the queue sets the method), whatever
+        the repository's auto-merge setting: a REST merge would be refused there. False when
+        already on (or queued); None when the repository allows neither (merge through REST)."""
+        from bot.adapters.github_graphql import (
+            ENABLE_AUTO_MERGE,
+            ENABLE_QUEUED_MERGE,
+            PULL_AUTO_MERGE,
+        )
 
         owner, name = self._repo_name.split("/", 1)
         try:
@@ -193,12 +222,17 @@ class GitHub:
             return None  # no GraphQL here (an older GitHub Enterprise): merge through REST
         repo = data.get("repository") or {}
         pull = repo.get("pullRequest") or {}
-        if not repo.get("autoMergeAllowed") or not pull.get("id"):
+        queue = bool(pull.get("isMergeQueueEnabled"))
+        if not pull.get("id") or not (queue or repo.get("autoMergeAllowed")):
             return None
-        if pull.get("autoMergeRequest"):
-            return False  # already enabled
-        self._graphql(f"enabling auto-merge on #{number}", ENABLE_AUTO_MERGE,
-                      {"id": pull["id"], "method": method.upper(), "sha": sha})
+        if pull.get("autoMergeRequest") or pull.get("isInMergeQueue"):
+            return False  # already enabled, or already queued
+        if queue:
+            self._graphql(f"adding #{number} to the merge queue", ENABLE_QUEUED_MERGE,
+                          {"id": pull["id"], "sha": sha})
+        else:
+            self._graphql(f"enabling auto-merge on #{number}", ENABLE_AUTO_MERGE,
+                          {"id": pull["id"], "method": method.upper(), "sha": sha})
         return True
 
     # -- release notes of another repository ----------------------------------------------

@@ -601,8 +601,9 @@ def gate(github: GitHubPort, number: int, policy: Policy, *, out: IO[str],
         route = merge_route(enabled, pr.mergeable_state)
         if route == GateState.AUTO_MERGE:
             say(f"pinbump's checks passed on {pr.head_sha[:12]}: GitHub's auto-merge is "
-                f"{'now ' if enabled else ''}on for #{number}; it merges once the "
-                "repository's required reviews and checks pass")
+                f"{'now ' if enabled else ''}on for #{number}; it merges (through the merge "
+                "queue where the base requires one) once the repository's required reviews "
+                "and checks pass")
         elif route == GateState.BLOCKED:
             say(f"pinbump's checks passed on {pr.head_sha[:12]}, but GitHub says #{number} "
                 f"is {pr.mergeable_state or 'unknown'} (required reviews, checks or branch "
