@@ -325,7 +325,10 @@ def test_commands_workflow_runs_pinbump_command_on_comments_and_dashboard_edits(
     doc = load(ROOT / "workflows" / "pinbump-commands.yml")
     assert set(doc["on"]) == {"issue_comment", "issues"}
     job = doc["jobs"]["command"]
-    assert "startsWith(github.event.comment.body, '/pinbump ')" in " ".join(job["if"].split())
+    condition = " ".join(job["if"].split())
+    assert "startsWith(github.event.comment.body, '/pinbump ')" in condition
+    assert "contains(github.event.issue.body, '- [x] <!-- pinbump:do ')" in condition
+    assert doc["on"]["issues"]["types"] == ["edited"]  # a ticked dashboard box
     calls = [" ".join(c) for c in _invocations(doc)]
     assert any("--comment-id" in c for c in calls) and any("--dashboard" in c for c in calls)
     checkouts = [s for s in job["steps"] if "checkout" in s.get("uses", "")]
