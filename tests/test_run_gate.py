@@ -881,3 +881,18 @@ def test_merge_queue_is_joined_only_when_pinbumps_own_checks_pass(
     assert enabled() == 1
     assert not [entry for entry in world.emu.log if entry[1].endswith("/merge")]
     assert world.emu.state.merges == []
+
+
+def test_auto_merge_pinned_to_a_stale_head_is_refused_with_githubs_reason(
+        github_world: World) -> None:
+    from bot.errors import GitHubError
+
+    world = github_world
+    world.emu.state.auto_merge_allowed = True
+    pr, sha = world.bot_pr()
+    with pytest.raises(GitHubError) as caught:
+        world.client().auto_merge(pr, "0" * 40, "squash")
+    assert str(caught.value) == (f"GitHub enabling auto-merge on #{pr} failed: HTTP 400: "
+                                 "Head sha didn't match expected head sha")
+    assert "auto_merge" not in world.emu.state.items[pr]
+    assert world.client().auto_merge(pr, sha, "squash") is True

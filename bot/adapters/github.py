@@ -169,6 +169,9 @@ class GitHub:
                                "beyond the command's time budget (--budget); nothing waited")
         if isinstance(exc, GithubException):
             message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
+            if isinstance(exc.data, dict) and not message:  # GraphQL: {"errors": [...]}
+                message = "; ".join(str(e.get("message")) for e in exc.data.get("errors") or []
+                                    if isinstance(e, dict))[:500] or None
             return GitHubError(self._scrub(f"GitHub {what} failed: HTTP {exc.status}: "
                                            f"{message}"))
         return GitHubError(self._scrub(f"GitHub {what} failed: {type(exc).__name__}: {exc}"))
