@@ -38,6 +38,27 @@ def test_hand_commit_survives_rerun(world: World, capsys: pytest.CaptureFixture[
     assert world.emu.state.items[first["pr"]]["state"] == "open"
 
 
+def test_hand_commit_survives_two_runs_even_where_the_policy_would_rebase(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """rebase-when = "behind" and the base moved: a branch with hand edits is still left as
+    it is (it is rebased only on request), run after run."""
+    config = (world.checkout / "pinbump.toml").read_text()
+    push_branch(world, "main", "dev", "dev@example.invalid",
+                files={"pinbump.toml": 'rebase-when = "behind"\n' + config})
+    assert world.run() == 0
+    first = last_json(capsys.readouterr().out)
+    fixed = hand_commit(world, first["branch"])
+    push_branch(world, "main", "dev", "dev@example.invalid",
+                files={"README.md": "unrelated change on the base\n"})
+    for _ in range(2):
+        assert world.run() == 0
+        captured = capsys.readouterr()
+        again = last_json(captured.out)
+        assert again["pr"] == first["pr"] and not again["pushed"]
+        assert "has 1 hand commit(s): left as it is" in captured.err
+        assert git(world.bare, "rev-parse", f"refs/heads/{first['branch']}") == fixed
+
+
 def test_newer_target_with_hand_edits_is_held_back_and_commented_once(
         world: World, capsys: pytest.CaptureFixture[str]) -> None:
     assert world.run() == 0

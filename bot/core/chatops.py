@@ -127,8 +127,8 @@ def checkbox_lines(target: str | None = None, ignored: Iterable[str] = ()) -> li
     skipped = sorted({v for v in map(_version, ignored) if v}, key=Version)
     version = _version(target or "")
     if version and version not in skipped:
-        lines.append(f"- [ ] <!-- pinbump:do ignore {version} --> Ignore `{version}`: close "
-                     "its bot PR and skip it until a newer version appears")
+        lines.append(f"- [ ] <!-- pinbump:do ignore {version} --> Ignore `{version}`: skip "
+                     "it (its open bot PR is closed) until a newer version appears")
     lines += [f"- [ ] <!-- pinbump:do unignore {v} --> Unignore `{v}`: pinbump may propose "
               "it again" for v in skipped]
     return lines
