@@ -69,7 +69,7 @@ def test_golden_pr_body_with_the_noise_collapsed() -> None:
     assert "14 notice(s) on 1 function(s)" in section
     assert "| `flashinfer.fp4_quantize` | parameter `is_global_scale_inversed` inserted " \
            "before `enable_pdl` | 14 |" in section
-    assert "133 more elsewhere in the API are left out" in section
+    assert "133 more in the modules it imports are left out" in section
     html = cmarkgfm.github_flavored_markdown_to_html(
         body, options=cmarkgfm.cmark.Options.CMARK_OPT_UNSAFE)
     assert html.index("Not ready: 1 call needs a hand fix") < html.index("pinbump proposes")

@@ -171,7 +171,7 @@ def _breakages_md(report: DriftReport, limit: int) -> list[str]:
     """griffe's breaking changes on the public API the target reaches."""
     if not report.api_breakages:
         return []
-    elsewhere = (f"; {report.api_breakages_elsewhere} more elsewhere in the API are left out"
+    elsewhere = (f"; {report.api_breakages_elsewhere} more in the modules it imports are left out"
                  if report.api_breakages_elsewhere else "")
     out = ["", f"<details><summary>griffe: {len(report.api_breakages)} breaking change(s) in "
                f"the public API of {escape_html(report.package)} that the target reaches"

@@ -1,0 +1,103 @@
+"""griffe loads only the modules a target reaches (bot/adapters/apisource.py: ModuleReach):
+re-exports, submodules, relative and star imports are followed; a name the new version lost
+is looked for where it went; and the drift computed on those modules is the drift computed
+on the whole package, for both fixture pairs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.apisource import ModuleReach, Sources, _loadable, _reach_both, importable
+from bot.core.api import build_api
+from bot.core.drift import analyse, scan_source
+from drift_fixture import REACH, REACH_V1, REACH_V2, TARGET, V1, V2
+
+PKG = {
+    "pkg/__init__.py": ("from .sub import *\nfrom . import tools as t\nimport os\n"
+                        "if True:\n    from .cond import c\n"
+                        "try:\n    from .maybe import m\nexcept ImportError:\n    m = None\n"
+                        "def here():\n    pass\n"),
+    "pkg/sub/__init__.py": "from ..deep.leaf import g\n",
+    "pkg/deep/__init__.py": "",
+    "pkg/deep/leaf.py": "def g():\n    pass\n",
+    "pkg/tools.py": "def h():\n    pass\n",
+    "pkg/cond.py": "def c():\n    pass\n",
+    "pkg/maybe.py": "def m():\n    pass\n",
+    "pkg/big.py": "def unused():\n    pass\n",
+    "pkg/broken.py": "def (:\n",
+}
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in importable({k: v.encode() for k, v in files.items()}).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(text)
+    return root
+
+
+@pytest.mark.parametrize(("path", "found", "modules"), [
+    ("pkg.here", True, {"pkg"}),
+    ("pkg.g", True, {"pkg", "pkg.sub", "pkg.deep", "pkg.deep.leaf"}),  # star, then ..relative
+    ("pkg.t.h", True, {"pkg", "pkg.tools"}),  # `from . import tools as t`
+    ("pkg.c", True, {"pkg", "pkg.cond"}),  # inside an if block
+    ("pkg.m", True, {"pkg", "pkg.maybe"}),  # inside try
+    ("pkg.tools", True, {"pkg", "pkg.tools"}),  # a module itself
+    ("pkg.nothing", False, {"pkg", "pkg.sub"}),  # looked for behind the star import too
+    ("pkg.os.path", False, {"pkg", "pkg.sub"}),  # an outside package is not followed
+    ("other.x", False, set()),
+])
+def test_reach_follows_the_ways_a_name_gets_into_a_module(
+        tmp_path: Path, path: str, found: bool, modules: set[str]) -> None:
+    reach = ModuleReach(write(tmp_path, PKG), "pkg")
+    assert reach.reach(path) is found
+    assert reach.modules == modules
+
+
+def test_view_holds_the_reached_modules_and_empty_siblings(tmp_path: Path) -> None:
+    reach = ModuleReach(write(tmp_path / "src", PKG), "pkg")
+    reach.reach("pkg.t.h")
+    reach.view(reach.modules, tmp_path / "view")
+    got = {p.relative_to(tmp_path / "view").as_posix(): p.read_text()
+           for p in (tmp_path / "view").rglob("*.py")}
+    assert got["pkg/__init__.py"] == PKG["pkg/__init__.py"]
+    assert got["pkg/tools.py"] == PKG["pkg/tools.py"]
+    # the package's other submodules are there but empty: a re-export of one of them
+    # (`from .cond import c`) does not resolve, and nothing of them is parsed
+    assert {p for p, text in got.items() if not text} == {
+        "pkg/sub/__init__.py", "pkg/deep/__init__.py", "pkg/cond.py", "pkg/maybe.py",
+        "pkg/big.py", "pkg/broken.py"}
+
+
+def test_a_lost_name_is_looked_for_where_it_went(tmp_path: Path) -> None:
+    new = ModuleReach(write(tmp_path, V2), "kernelpkg")
+    assert new.defining(["moved_fn", "absent"]) == {"kernelpkg.utils"}
+    assert new.defining([]) == set()
+
+
+@pytest.mark.parametrize(("old_files", "new_files", "target"), [
+    (V1, V2, TARGET), (REACH_V1, REACH_V2, REACH)])
+def test_drift_on_the_reached_modules_is_the_drift_on_the_whole_package(
+        tmp_path: Path, old_files: dict[str, str], new_files: dict[str, str],
+        target: str) -> None:
+    unreached = {"kernelpkg/generated.py": "def kernel_0(a, b):\n    pass\n"}
+    old = Sources(write(tmp_path / "old", {**old_files, **unreached}), "kernelpkg", "cache", 0)
+    new = Sources(write(tmp_path / "new", {**new_files, **unreached}), "kernelpkg", "cache", 0)
+    sites = {"t.py": scan_source("t.py", target, {"kernelpkg"})}
+    modules = _reach_both(old, new, [s.path for s in sites["t.py"]])
+    apis = {}
+    for label, only in (("whole", None), ("reached", modules)):
+        pair = []
+        for src, version in ((old, "1.0"), (new, "2.0")):
+            with _loadable(src.root, src.package, only) as where:
+                pair.append(build_api(where, src.package, version)[0])
+        apis[label] = pair
+    reports = {label: analyse({"t.py": target}, {"kernelpkg"}, pair[0], pair[1], "kernelpkg",
+                              sites) for label, pair in apis.items()}
+    assert reports["reached"].findings == reports["whole"].findings
+    assert reports["reached"].findings  # the fixtures do drift
+    assert reports["reached"].reached == reports["whole"].reached
+    # and less was loaded
+    assert "kernelpkg.generated.kernel_0" in apis["whole"][1].functions
+    assert "kernelpkg.generated.kernel_0" not in apis["reached"][1].functions
