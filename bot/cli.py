@@ -505,16 +505,18 @@ def cmd_install_workflows(args: argparse.Namespace) -> int:
 
 
 @contextmanager
-def progress(message: str) -> Iterator[None]:
+def progress(message: str) -> Iterator[Callable[[str], None]]:
     """A spinner on stderr while something slow runs, only when stderr is a terminal: a pipe
-    or a file gets nothing but the result."""
+    or a file gets nothing but the result. Yields ``say(text)``, which shows how far it got
+    beside the message ("parsed 126/1,882 files")."""
     if not sys.stderr.isatty():
-        yield
+        yield lambda _text: None
         return
     from rich.console import Console
+    from rich.markup import escape
 
-    with Console(stderr=True).status(message):
-        yield
+    with Console(stderr=True).status(escape(message)) as status:
+        yield lambda text: status.update(escape(f"{message}: {text}"))
 
 
 def plan_options(args: argparse.Namespace) -> PlanOptions:
@@ -531,8 +533,9 @@ def _read_target(opts: PlanOptions) -> Workspace:
     """The target, read once (a spinner on a terminal: a large tree takes seconds)."""
     from bot.commands.context import load_workspace
 
-    with progress(f"reading {opts.repo}"):
-        return load_workspace(opts.repo, opts.overrides)
+    with progress(f"reading {opts.repo}") as say:
+        return load_workspace(opts.repo, opts.overrides,
+                              counted=lambda n: say(f"read {n:,} files"))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -592,8 +595,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
     opts = plan_options(args)
     ws = _read_target(opts)
     gate_report = read_gate_report(args.gate_report)
-    with open_services(opts) as services, \
-            progress("loading both versions of the lead package"):
+    with open_services(opts, progress=progress) as services:
         outcome = drift(ws, services, args.from_version, args.to_version, fix=args.fix,
                         as_of=opts.as_of, base=args.base, gate_report=gate_report)
     report = outcome.report

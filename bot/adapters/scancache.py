@@ -16,7 +16,7 @@ import inspect
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -93,6 +93,28 @@ def _scan_chunk(scan: Scan[T], args: tuple[Any, ...], chunk: list[tuple[str, str
     return {path: scan(path, text, *args) for path, text in chunk}
 
 
+def _scan_inline(scan: Scan[T], args: tuple[Any, ...], todo: list[tuple[str, str]],
+                 counted: Callable[[int, int], None] | None) -> list[dict[str, list[T]]]:
+    """Scan here, one file after another, telling ``counted`` as each is done."""
+    parts = []
+    for i, item in enumerate(todo, start=1):
+        parts.append(_scan_chunk(scan, args, [item]))
+        if counted is not None:
+            counted(i, len(todo))
+    return parts
+
+
+def _collect(futures: list[Future[dict[str, list[T]]]], total: int,
+             counted: Callable[[int, int], None] | None) -> list[dict[str, list[T]]]:
+    """The workers' chunks as they finish, telling ``counted`` the files done so far."""
+    parts: list[dict[str, list[T]]] = []
+    for future in as_completed(futures):
+        parts.append(future.result())
+        if counted is not None:
+            counted(sum(len(p) for p in parts), total)
+    return parts
+
+
 def workers_for(todo: int, min_parallel: int) -> int:
     """Worker processes for ``todo`` files: every core when there is enough work, else 0."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
@@ -103,10 +125,12 @@ def workers_for(todo: int, min_parallel: int) -> int:
 @contextmanager
 def scanning(files: Mapping[str, str], scan: Scan[T], row: type[T], *,
              args: tuple[Any, ...] = (), params: Sequence[str] = (), cache: Path | None,
-             min_parallel: int = 48) -> Iterator[Callable[[], dict[str, list[T]]]]:
+             min_parallel: int = 48, counted: Callable[[int, int], None] | None = None
+             ) -> Iterator[Callable[[], dict[str, list[T]]]]:
     """``scan(path, text, *args)`` over ``files`` (path -> text, already narrowed to those
     worth scanning; ``params`` names ``args`` in the store's key) while the caller
-    does other work; the yielded function waits and returns path -> rows for every file.
+    does other work; the yielded function waits and returns path -> rows for every file,
+    telling ``counted(scanned, to_scan)`` as files are done.
     Files unchanged since the last run are not scanned at all; changed ones are scanned in
     worker processes (one per core) when there are at least ``min_parallel`` of them."""
     store: Store[T] = Store(cache, store_key(scan, params), row)
@@ -137,7 +161,7 @@ def scanning(files: Mapping[str, str], scan: Scan[T], row: type[T], *,
 
         def inline() -> dict[str, list[T]]:
             if "result" not in done:
-                done["result"] = finish([_scan_chunk(scan, args, todo)])
+                done["result"] = finish(_scan_inline(scan, args, todo, counted))
             return done["result"]
 
         yield inline
@@ -152,7 +176,7 @@ def scanning(files: Mapping[str, str], scan: Scan[T], row: type[T], *,
 
         def wait() -> dict[str, list[T]]:
             if "result" not in result:
-                result["result"] = finish([f.result() for f in futures])
+                result["result"] = finish(_collect(futures, len(todo), counted))
             return result["result"]
 
         yield wait

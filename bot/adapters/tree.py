@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,13 +41,15 @@ def _why_not_text(data: bytes) -> str | None:
     return "contains NUL bytes" if b"\0" in data else None
 
 
-def read_tree(root: Path) -> Tree:
-    """Every regular file under ``root`` (vendored and hidden folders skipped), read once."""
+def read_tree(root: Path, counted: Callable[[int], None] | None = None) -> Tree:
+    """Every regular file under ``root`` (vendored and hidden folders skipped), read once;
+    ``counted`` is told the number of files read so far, every 500 files."""
     if not root.is_dir():
         raise InputError(f"{root}: not a directory (pass the target repository with --repo)")
     raw: dict[str, bytes] = {}
     undecodable: dict[str, str] = {}
     skipped: list[tuple[str, str]] = []
+    seen = 0
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not skipped_dir(d))
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
@@ -57,6 +59,9 @@ def read_tree(root: Path) -> Tree:
                 skipped.append((prefix + name + "/", "a symbolic link to a folder (not "
                                                      "followed)"))
         for name in sorted(filenames):
+            seen += 1
+            if counted is not None and seen % 500 == 0:
+                counted(seen)
             rel = prefix + name
             data, why = _read_file(Path(dirpath, name))
             if data is None:

@@ -49,15 +49,25 @@ class PlanOptions:
                 "strict": self.strict}
 
 
-def load_workspace(root: Path, overrides: dict[str, object] | None = None) -> Workspace:
-    """Read the target once (one tree walk) and parse what it says (the config once)."""
-    tree = read_tree(root)
+def load_workspace(root: Path, overrides: dict[str, object] | None = None,
+                   counted: Callable[[int], None] | None = None) -> Workspace:
+    """Read the target once (one tree walk) and parse what it says (the config once);
+    ``counted`` hears how many files were read so far (progress on a terminal)."""
+    tree = read_tree(root, counted)
     return build_workspace(root, tree.raw, tree.text, tree.undecodable, overrides or {},
                            skipped=tree.skipped)
 
 
-def _quiet(_message: str) -> AbstractContextManager[object]:
-    return nullcontext()
+Say = Callable[[str], None]  # updates the progress line ("parsed 126/1,882 files")
+Progress = Callable[[str], AbstractContextManager[Say]]
+
+
+def _silent(_text: str) -> None:
+    pass
+
+
+def _quiet(_message: str) -> AbstractContextManager[Say]:
+    return nullcontext(_silent)
 
 
 def _utcnow() -> datetime:
@@ -75,7 +85,7 @@ class Services:
     scratch: Path  # a folder for this command's downloads when there is no cache
     clock: Callable[[], datetime] = _utcnow
     out: IO[str] = field(default_factory=lambda: sys.stderr)
-    progress: Callable[[str], AbstractContextManager[object]] = _quiet
+    progress: Progress = _quiet
 
     def say(self, line: str) -> None:
         print(f"pinbump: {line}", file=self.out)
@@ -88,7 +98,7 @@ class Services:
 
 @contextmanager
 def open_services(opts: PlanOptions, *, out: IO[str] | None = None,
-                  progress: Callable[[str], AbstractContextManager[object]] | None = None,
+                  progress: Progress | None = None,
                   clock: Callable[[], datetime] | None = None) -> Iterator[Services]:
     """Open the index client (closed on the way out) and the rest of the services."""
     with ExitStack() as stack:

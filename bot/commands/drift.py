@@ -84,15 +84,17 @@ def import_guesses(distribution: str) -> set[str]:
 
 @contextmanager
 def background_scan(files: Mapping[str, str], roots: set[str], min_files: int = 48,
-                    cache: Path | None = None
+                    cache: Path | None = None, say: Callable[[str], None] | None = None
                     ) -> Iterator[Callable[[], dict[str, list[CallSite]]]]:
     """Scan the files that mention the package while the caller does other work (loading
     the APIs); the yielded function waits for the result. Files scanned by an earlier run
     with the same text are not parsed again (``cache``); the others go to worker processes,
     one per core, when there are ``min_files`` of them."""
     todo = {p: text for p, text in files.items() if any(r in text for r in roots)}
+    counted = None if say is None else (
+        lambda done, total: say(f"parsed {done:,}/{total:,} files"))
     with scanning(todo, scan_source, CallSite, args=(roots,), params=sorted(roots),
-                  cache=cache, min_parallel=min_files) as scanned:
+                  cache=cache, min_parallel=min_files, counted=counted) as scanned:
         yield scanned
 
 
@@ -177,7 +179,8 @@ def drift(ws: Workspace, services: Services, from_version: str | None,
         Advisories(parse_advisories(shipped_advisories(), "bot/data/advisories.toml"))]
     if gate_report is not None:
         reviews.append(gate_report)
-    with background_scan(sources, guesses, cache=services.cache) as scanned:
+    with services.progress(f"finding the calls of {lead}") as say, \
+            background_scan(sources, guesses, cache=services.cache, say=say) as scanned:
         old_src = fetch_version(services.index, old_wheel, store)
         new_src = fetch_version(services.index, new_wheel, store)
         roots = {old_src.package, new_src.package}
@@ -185,12 +188,13 @@ def drift(ws: Workspace, services: Services, from_version: str | None,
             p: scan_source(p, t, roots) for p, t in sources.items()}
     sites = {p: [c for c in calls if c.path.split(".")[0] in roots]
              for p, calls in found.items()}
-    # griffe loads only what the target reaches (flashinfer 0.7 is 2,854 modules)
-    modules = reached_modules(old_src, new_src, [c.path for calls in sites.values()
-                                                 for c in calls] + review_paths(reviews), store)
-    old = load_version(services.index, old_wheel, store, modules, old_src)
-    new = load_version(services.index, new_wheel, store, modules, new_src)
-    breakages = api_breakages(old, new, store)
+    with services.progress(f"loading the API of {lead} {from_version} and {to_version}"):
+        # griffe loads only what the target reaches (flashinfer 0.7 is 2,854 modules)
+        modules = reached_modules(old_src, new_src, [
+            c.path for calls in sites.values() for c in calls] + review_paths(reviews), store)
+        old = load_version(services.index, old_wheel, store, modules, old_src)
+        new = load_version(services.index, new_wheel, store, modules, new_src)
+        breakages = api_breakages(old, new, store)
     versions = (from_version, to_version)
 
     def analysed(sites: dict[str, list[CallSite]] | None) -> DriftReport:
