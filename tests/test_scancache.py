@@ -6,9 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from bot.adapters.scancache import scanning
-from bot.commands.drift import background_scan
+from bot.commands.drift import background_scan, reaching
 from bot.core.drift import scan_source
+from drift_fixture import REACH, V1
+from drift_fixture import TARGET as FIXTURE_TARGET
 
 CALLS: list[str] = []
 
@@ -99,3 +103,27 @@ def test_worker_processes_find_what_one_process_finds(tmp_path: Path) -> None:
     with background_scan(files, roots, min_files=1) as scanned:
         parallel = scanned()
     assert parallel == {p: scan_source(p, t, roots) for p, t in files.items()}
+
+
+@pytest.mark.parametrize("text", [
+    *TARGET.values(), *(t for p, t in V1.items() if p.endswith(".py")), REACH, FIXTURE_TARGET,
+    "import os, flashinfer\nflashinfer.g()\n",
+    "import importlib\nm = importlib.import_module(f\"flashinfer.{name}\")\nm.k()\n",
+    "x = __import__('flashinfer')\nx.y()\n",
+])
+def test_every_file_with_a_call_site_passes_the_prefilter(text: str) -> None:
+    """The byte-level prefilter (an import of the package, or a string starting with its
+    name) keeps every file in which the scanner finds anything."""
+    for roots in ({"flashinfer"}, {"kernelpkg"}):
+        if scan_source("f.py", text, roots):
+            assert reaching(roots).search(text), text
+
+
+def test_a_file_that_only_names_the_package_is_not_parsed(tmp_path: Path) -> None:
+    files = {"prose.py": "# needs flashinfer >= 0.6\nHELP = 'install flashinfer first'\n"
+                         "import torch\ntorch.flashinfer_like(1)\n",
+             "module.py": TARGET["module.py"]}
+    assert not scan_source("prose.py", files["prose.py"], {"flashinfer"})
+    with background_scan(files, {"flashinfer"}) as scanned:
+        found = scanned()
+    assert found["prose.py"] == [] and found["module.py"]

@@ -3,6 +3,7 @@ sites; ``--fix`` rewrites breaking positional calls."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -87,15 +88,28 @@ def background_scan(files: Mapping[str, str], roots: set[str], min_files: int = 
                     cache: Path | None = None, say: Callable[[str], None] | None = None
                     ) -> Iterator[Callable[[], dict[str, list[CallSite]]]]:
     """Scan the files that mention the package while the caller does other work (loading
-    the APIs); the yielded function waits for the result. Files scanned by an earlier run
-    with the same text are not parsed again (``cache``); the others go to worker processes,
-    one per core, when there are ``min_files`` of them."""
-    todo = {p: text for p, text in files.items() if any(r in text for r in roots)}
+    the APIs); the yielded function waits for the result. Only a file that imports it or
+    holds a string starting with its name can reach it (``reaching``); one that names it
+    otherwise (prose, a longer name) is not parsed and has no call sites. Files scanned by
+    an earlier run with the same text are not parsed again (``cache``); the others go to
+    worker processes, one per core, when there are ``min_files`` of them."""
+    named = [p for p, text in files.items() if any(r in text for r in roots)]
+    can_reach = reaching(roots)
+    todo = {p: files[p] for p in named if can_reach.search(files[p])}
     counted = None if say is None else (
         lambda done, total: say(f"parsed {done:,}/{total:,} files"))
     with scanning(todo, scan_source, CallSite, args=(roots,), params=sorted(roots),
                   cache=cache, min_parallel=min_files, counted=counted) as scanned:
-        yield scanned
+        yield lambda: {**{p: [] for p in named}, **scanned()}
+
+
+def reaching(roots: set[str]) -> re.Pattern[str]:
+    """Where a file may reach one of ``roots``: an import of it (``import x``, ``from x``,
+    ``import a, x``) or a string starting with its name (``import_module("x.gemm")``,
+    ``("x.gemm", "Kernel")``, ``f"x.{name}"``). Every call-site form the scanner knows
+    starts at one of these."""
+    names = "|".join(re.escape(r) for r in sorted(roots, key=len, reverse=True))
+    return re.compile(rf"(?:\bimport\s+|\bfrom\s+|,\s*|['\"])(?:{names})\b")
 
 
 def review_paths(reviews: list[ReviewSource]) -> list[str]:
