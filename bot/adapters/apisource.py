@@ -283,7 +283,7 @@ def _module_names(text: str, module: str, is_package: bool) -> _ModuleNames:
     out = _ModuleNames()
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # not loadable: no names
         return out
     for node in _top_statements(tree.body):
         if isinstance(node, ast.ImportFrom):
