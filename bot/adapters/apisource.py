@@ -181,7 +181,7 @@ def _loadable(root: Path, package: str, modules: frozenset[str] | None) -> Itera
         yield root
         return
     with tempfile.TemporaryDirectory(prefix=_VIEW_PREFIX) as tmp:
-        ModuleReach(root, package).view(modules, Path(tmp))
+        ModuleReach(root, package).view({package, *modules}, Path(tmp))  # the package at least
         yield Path(tmp)
 
 
