@@ -267,3 +267,38 @@ def test_unrelated_dockerfile_arg_equal_to_an_old_version_stays(
             "version": "4.4.2", "text": "ARG MOONCAKE_VERSION=4.4.2"} in doc["left_unchanged"]
     assert doc["notes"] == ["docker/Dockerfile:11: ARG MOONCAKE_VERSION=4.4.2 left unchanged: "
                             "used for mooncake-transfer-engine, whose old version is not 4.4.2"]
+
+
+def test_version_checks_found_in_worker_processes_match_one_process(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large tree's Python files holding an old version are edited in worker processes
+    (one per core); the edits, and an edit's failure, are what one process makes."""
+    import bot.commands.apply as apply_command
+    from bot.core.editset import apply_bumps
+
+    publish(pypi)
+    engine = TREE["python/sglang/srt/entrypoints/engine.py"]
+    many = {**TREE, **{f"python/sglang/copy{i}/engine.py": engine for i in range(20)}}
+    repo = write_tree(tmp_path / "repo", many)
+    outputs = []
+    for threshold in (10_000, 1):
+        monkeypatch.setattr(apply_command, "MIN_PARALLEL", threshold)
+        code, out, _ = apply(capsys, repo, pypi.url, "--dry-run", "--json")
+        assert code == 0
+        outputs.append(json.loads(out))
+    assert outputs[0] == outputs[1]
+    assert sum(e["kind"] == "assertion" for e in outputs[1]["edits"]) == 21
+    with planned(PlanOptions(repo=repo, index_url=pypi.url)) as done:
+        files = done.ws.holding(*apply_reads(done.plan, done.ws.policy))
+        bumps = apply_bumps(done.plan, done.ws.policy)
+        found = apply_command.parallel_assertions(files, bumps, min_files=1)
+    assert sum(bool(f.edits) for f in found.values()) == 21  # common.py: a docstring only
+    # a file that cannot be edited fails the same way, in either mode
+    (repo / "python/sglang/copy0/engine.py").write_text(engine + "def broken(:\n")
+    errors = []
+    for threshold in (10_000, 1):
+        monkeypatch.setattr(apply_command, "MIN_PARALLEL", threshold)
+        code, _, err = apply(capsys, repo, pypi.url, "--dry-run")
+        errors.append((code, err))
+    assert errors[0] == errors[1] and errors[0][0] == 2, errors

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
+from bot.adapters.scancache import workers_for
 from bot.adapters.tree import peek_unread
 from bot.adapters.writer import TargetState, write_all
 from bot.commands.context import Services
-from bot.core.edits import Bump, EditSet, bumps_from_intent, bumps_to_intent, left_unchanged
+from bot.core.edits import (
+    Bump,
+    EditSet,
+    FileEdit,
+    bumps_from_intent,
+    bumps_to_intent,
+    edit_assertions,
+    left_unchanged,
+)
 from bot.core.editset import apply_bumps, apply_reads, compute_edits, partial_note
 from bot.core.models import Plan
 from bot.core.workspace import Workspace
+from bot.errors import PinbumpError
 
 
 @dataclass(frozen=True)
@@ -33,7 +45,8 @@ def apply(ws: Workspace, plan: Plan, *, write: bool = True,
     resumed = bumps_from_intent(pending.get("intent"), str(state.journal)) \
         if pending is not None and state is not None else []
     files = ws.holding(*apply_reads(plan, ws.policy, resumed))  # the rest cannot change
-    edits, notes = compute_edits(plan, ws.policy, files, resumed)
+    assertions = parallel_assertions(files, apply_bumps(plan, ws.policy, resumed))
+    edits, notes = compute_edits(plan, ws.policy, files, resumed, assertions)
     if services is not None and plan.changes and needs_codemod(ws, plan):
         from bot.commands.drift import codemod_for_apply
 
@@ -53,6 +66,40 @@ def apply(ws: Workspace, plan: Plan, *, write: bool = True,
     elif write and state is not None and pending is not None:
         state.clean()  # the killed run had written everything: only its journal was left
     return ApplyResult(edits, notes, bumps, written)
+
+
+MIN_PARALLEL = 16  # Python files holding an old version before worker processes pay off
+
+
+def parallel_assertions(files: Mapping[str, str], bumps: list[Bump],
+                        min_files: int = MIN_PARALLEL) -> dict[str, FileEdit]:
+    """``edit_assertions`` of the Python files in ``files`` that hold an old version, in
+    worker processes (one per core) when there are ``min_files`` of them; else nothing
+    (``compute_edits`` makes them as it goes). A file whose edit fails in a worker is left
+    to ``compute_edits``, which raises its error here."""
+    olds = {v for b in bumps for v in b.old}
+    todo = sorted(((p, t) for p, t in files.items()
+                   if p.endswith(".py") and any(v in t for v in olds)),
+                  key=lambda item: -len(item[1]))  # largest first: chunks of like cost
+    workers = workers_for(len(todo), min_files)
+    if not workers:
+        return {}
+    chunks = [todo[i::workers * 2] for i in range(workers * 2)]
+    out: dict[str, FileEdit] = {}
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for part in pool.map(_assertions_of, chunks, [bumps] * len(chunks)):
+            out.update(part)
+    return out
+
+
+def _assertions_of(chunk: list[tuple[str, str]], bumps: list[Bump]) -> dict[str, FileEdit]:
+    out = {}
+    for path, text in chunk:
+        try:
+            out[path] = edit_assertions(path, text, bumps)
+        except PinbumpError:
+            continue  # made again, and raised, in the main process
+    return out
 
 
 def _unread(ws: Workspace, bumps: list[Bump], edits: EditSet, notes: list[str]) -> None:

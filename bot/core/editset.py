@@ -110,6 +110,8 @@ class _OtherFiles:
     literals: _PinEdits
     lead: Bump | None
     notes: list[str] = field(default_factory=list)
+    # edit_assertions of Python files already made (in worker processes, for a large tree)
+    assertions: Mapping[str, FileEdit] = field(default_factory=dict)
 
     def edit(self, path: str, text: str) -> FileEdit:
         edit = FileEdit(path, text, text)
@@ -120,7 +122,8 @@ class _OtherFiles:
             validate_dockerfile(edit, self.bumps, self.policy.dockerfile_args)
             self.notes += more
         elif path.endswith(".py"):
-            edit = edit_assertions(path, text, self.bumps)
+            found = self.assertions.get(path)
+            edit = found if found is not None else edit_assertions(path, text, self.bumps)
         if path in self.literals:
             edit = _chain(edit, edit_literals(path, edit.new, self.literals.pop(path)))
         if path.endswith(DOC_SUFFIXES):
@@ -132,15 +135,19 @@ class _OtherFiles:
 
 
 def compute_edits(plan: Plan, policy: Policy, files: Mapping[str, str],
-                  resumed: Sequence[Bump] = ()) -> tuple[EditSet, list[str]]:
+                  resumed: Sequence[Bump] = (),
+                  assertions: Mapping[str, FileEdit] | None = None
+                  ) -> tuple[EditSet, list[str]]:
     """Every edit the plan needs over ``files`` (path -> text), validated; plus notes.
-    ``resumed``: the bumps of an interrupted apply, finished by this one."""
+    ``resumed``: the bumps of an interrupted apply, finished by this one. ``assertions``:
+    the version checks of Python files, already found (in worker processes, for a large
+    tree)."""
     group = policy.active_group
     bumps = apply_bumps(plan, policy, resumed)
     lead = next((b for b in bumps if b.package == group.lead), None)
     requirements, literals = _pins_by_file(plan)
     results = _requirement_edits(requirements, files, set(group.members))
-    others = _OtherFiles(policy, bumps, literals, lead)
+    others = _OtherFiles(policy, bumps, literals, lead, assertions=assertions or {})
     for path, text in files.items():
         if path in results:
             continue
