@@ -103,13 +103,26 @@ def background_scan(files: Mapping[str, str], roots: set[str], min_files: int = 
         yield lambda: {**{p: [] for p in named}, **scanned()}
 
 
-def reaching(roots: set[str]) -> re.Pattern[str]:
+class Reaching:
     """Where a file may reach one of ``roots``: an import of it (``import x``, ``from x``,
     ``import a, x``) or a string starting with its name (``import_module("x.gemm")``,
     ``("x.gemm", "Kernel")``, ``f"x.{name}"``). Every call-site form the scanner knows
-    starts at one of these."""
-    names = "|".join(re.escape(r) for r in sorted(roots, key=len, reverse=True))
-    return re.compile(rf"(?:\bimport\s+|\bfrom\s+|,\s*|['\"])(?:{names})\b")
+    starts at one of these. The names are found first (a literal search), then what stands
+    before each is looked at: one pattern over the whole text was 0.8 ms per file."""
+
+    _BEFORE = re.compile(r"(?:\bimport\s+|\bfrom\s+|,\s*|['\"])\Z")
+
+    def __init__(self, roots: set[str]) -> None:
+        names = "|".join(re.escape(r) for r in sorted(roots, key=len, reverse=True))
+        self._names = re.compile(rf"(?:{names})\b")
+
+    def search(self, text: str) -> bool:
+        return any(self._BEFORE.search(text, max(0, m.start() - 200), m.start())
+                   for m in self._names.finditer(text))
+
+
+def reaching(roots: set[str]) -> Reaching:
+    return Reaching(roots)
 
 
 def review_paths(reviews: list[ReviewSource]) -> list[str]:
