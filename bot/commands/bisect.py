@@ -20,6 +20,7 @@ from bot.commands.gpu_gate import GateOptions, package_indexes, run_suite
 from bot.core.artifacts import InstallSpec, deploy_specs
 from bot.core.bisect import ERROR, FAIL, PASS, BisectResult, StepResult, between, bisect
 from bot.core.gate_report import parse_junit
+from bot.core.models import Channel
 from bot.errors import GateRunError, InputError, PinbumpError
 
 
@@ -123,11 +124,11 @@ def run_bisect(opts: BisectOptions, plan_opts: PlanOptions, log: IO[str],
                          f"{', '.join(map(str, pins)) or 'none'} (pass --good)")
     good = _version("--good", opts.good) if opts.good else pins[0]
     bad = _version("--bad", opts.bad)
-    nightlies = opts.nightlies or policy.channel == "nightly"
-    models = {"stable": index_model(ws.target, replace(policy, channel="stable"))}
+    nightlies = opts.nightlies or policy.channel == Channel.NIGHTLY
+    models = {Channel.STABLE: index_model(ws.target, replace(policy, channel=Channel.STABLE))}
     if nightlies:
-        models["nightly"] = index_model(ws.target, replace(policy, channel="nightly"))
-    channel_of: dict[Version, str] = {}
+        models[Channel.NIGHTLY] = index_model(ws.target, replace(policy, channel=Channel.NIGHTLY))
+    channel_of: dict[Version, Channel] = {}
     with open_services(plan_opts) as services:
         services.http.authorize(policy.credentials)
         for channel, model in models.items():
@@ -150,7 +151,7 @@ def run_bisect(opts: BisectOptions, plan_opts: PlanOptions, log: IO[str],
                                            for pin in ws.target.pins)]
 
     def specs_for(version: str) -> list[InstallSpec]:
-        channel = channel_of.get(Version(version), "stable")
+        channel = channel_of.get(Version(version), Channel.STABLE)
         return deploy_specs([(p, version) for p in deployed], indexes[channel],
                             f"bisect {version}")
 

@@ -39,7 +39,7 @@ from bot.core.drift import (
 )
 from bot.core.edits import Edit, EditSet, FileEdit
 from bot.core.environment import Environment
-from bot.core.models import DistFile, Plan
+from bot.core.models import DistFile, EditKind, Plan
 from bot.core.resolve import best_wheel
 from bot.core.review import Advisories, Observations, parse_advisories, parse_observations
 from bot.core.workspace import Workspace
@@ -262,7 +262,7 @@ def codemod_file_edits(outcome: DriftOutcome) -> list[FileEdit]:
     for path, new in sorted(outcome.rewritten.items()):
         old = outcome.before[path]
         old_lines, new_lines = old.splitlines(), new.splitlines()
-        edits = [Edit(path, f.line, "codemod", old_lines[f.line - 1].strip(),
+        edits = [Edit(path, f.line, EditKind.CODEMOD, old_lines[f.line - 1].strip(),
                       new_lines[f.line - 1].strip())
                  for f in outcome.fixed if f.file == path and f.line <= len(new_lines)]
         out.append(FileEdit(path, old, new, edits))

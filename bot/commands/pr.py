@@ -49,6 +49,7 @@ from bot.core.decisions import (
     GateDecision,
     GateState,
     PrAction,
+    RunAction,
     decide,
     decide_dashboard,
     decide_gate,
@@ -142,7 +143,7 @@ class RunOptions:
 
 @dataclass
 class RunResult:
-    action: str  # nothing | opened | updated | unchanged | dry-run
+    action: RunAction
     branch: str = ""
     pr: int | None = None
     head_sha: str = ""
@@ -211,25 +212,25 @@ def bump(ws: Workspace, bot: BotServices, opts: RunOptions) -> RunResult:
                     "complete and consistent set")
         open_prs = bot.github.open_pulls(opts.base, prefix)
         dashboard = _dashboard(bot, plan, open_prs[0] if open_prs else None, ws.policy, view)
-        action = "ignored" if plan.changes else "nothing"
+        action = RunAction.IGNORED if plan.changes else RunAction.NOTHING
         return RunResult(action=action, dashboard=None if bot.dry_run else dashboard)
     branch = bot_branch(ws.group.name, plan.lead_target)
     held = _held_back(ws, bot, plan, opts, branch)
     if held is not None:
         view = replace(view, held=(plan.lead_target, held.number))
-        return RunResult(action="held", branch=held.head_ref, pr=held.number,
+        return RunResult(action=RunAction.HELD, branch=held.head_ref, pr=held.number,
                          head_sha=held.head_sha,
                          dashboard=_dashboard(bot, plan, held, ws.policy, view))
     body, outcome = _body(ws, bot, plan, _blob_url(opts, bot, branch), opts.gate_report)
     head_sha, pushed = _commit_and_push(bot, plan, opts, branch, outcome, ws.policy)
-    result = RunResult(action="unchanged", branch=branch, head_sha=head_sha, pushed=pushed,
+    result = RunResult(action=RunAction.UNCHANGED, branch=branch, head_sha=head_sha, pushed=pushed,
                        body=body)
     _open_or_update(ws, bot, plan, opts, result, view)
     _drift_status(bot, head_sha, outcome.report if outcome else None)
     if bot.dry_run:
         bot.say(f"dry run: would push {branch} and open or update its PR; nothing was "
                 "changed")
-        return RunResult(action="dry-run", branch=branch, head_sha=head_sha, body=body)
+        return RunResult(action=RunAction.DRY_RUN, branch=branch, head_sha=head_sha, body=body)
     return result
 
 
@@ -410,7 +411,7 @@ def _open_or_update(ws: Workspace, bot: BotServices, plan: Plan, opts: RunOption
         bot.say(f"updated {mine.url}")
     elif decision.action == PrAction.KEEP:
         bot.say(f"{mine.url} is current: nothing to do")
-    result.action, result.pr = str(decision.action), mine.number
+    result.action, result.pr = RunAction(decision.action.value), mine.number
     if decision.labels:
         github.ensure_labels(list(decision.labels))
         github.add_labels(mine.number, list(decision.labels))

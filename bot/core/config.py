@@ -13,6 +13,7 @@ from packaging.version import InvalidVersion, Version
 
 from bot.core.discovery import PyProject, load_toml
 from bot.core.indexmodel import CHANNELS, BuiltinData, parse_builtin
+from bot.core.models import Channel
 from bot.core.urls import Credentials, index_url
 from bot.errors import ConfigError
 
@@ -84,7 +85,7 @@ class Policy:
     files: tuple[str, ...] = ()  # more globs discovery reads
     exclude: tuple[str, ...] = ()  # globs discovery skips
     strict: bool = False  # an unreachable index is an error, not a report
-    channel: str = "stable"
+    channel: Channel = Channel.STABLE
     nightly_prs: bool = False  # --channel nightly opens PRs only when this is set
     advisories: Mapping[str, Mapping[str, tuple[str, str]]] = field(default_factory=dict)
     source: str = "built-in defaults"
@@ -483,11 +484,13 @@ def load_policy(pinbump_toml: str | None, pyprojects: Sequence[PyProject],
     if flags.get("channel", "stable") not in CHANNELS:
         raise ConfigError(f"--channel: {flags['channel']!r} is not one of "
                           f"{', '.join(CHANNELS)}")
+    if "channel" in flags:
+        flags["channel"] = Channel(flags["channel"])
     if "group" in flags and flags["group"] not in policy.groups:
         raise ConfigError(f"--group: no group named {flags['group']!r} "
                           f"(defined: {', '.join(sorted(policy.groups))})")
     policy = _split_index_credentials(replace(policy, **flags), "index_url" in flags)
-    if policy.channel == "nightly":
+    if policy.channel == Channel.NIGHTLY:
         # Nightly builds are pre-releases (0.7.1.dev20261128) and are tried the day they land.
         group = policy.active_group
         allowed = policy.allow_prereleases

@@ -17,6 +17,19 @@ class PrAction(Vocabulary):
     KEEP = "unchanged"
 
 
+class RunAction(Vocabulary):
+    """What ``pinbump run`` did (``action`` of its ``--json`` record): a PrAction, or why no
+    PR was touched."""
+
+    NOTHING = "nothing"  # the pins are the newest complete set
+    OPENED = PrAction.OPEN.value
+    UPDATED = PrAction.UPDATE.value
+    UNCHANGED = PrAction.KEEP.value
+    DRY_RUN = "dry-run"
+    IGNORED = "ignored"  # the newest set is ignored (/pinbump ignore)
+    HELD = "held"  # hand edits on the bot branch hold the bump back
+
+
 @dataclass(frozen=True)
 class PrDecision:
     action: PrAction

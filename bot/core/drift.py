@@ -14,8 +14,9 @@ from itertools import pairwise
 from typing import Protocol
 
 from bot.core.api import ApiIndex, Signature
+from bot.core.models import Severity
 
-SEVERITY_ORDER = {"breaking": 0, "review": 1, "unverifiable": 2, "notice": 3}
+SEVERITY_ORDER = {s: i for i, s in enumerate(Severity)}  # breaking first, notice last
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Finding:
     file: str
     line: int
     function: str
-    severity: str  # breaking | review | unverifiable | notice
+    severity: Severity
     change: str
     old_signature: str
     new_signature: str
@@ -68,9 +69,9 @@ class DriftReport:
 
     @property
     def breaking(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "breaking"]
+        return [f for f in self.findings if f.severity == Severity.BREAKING]
 
-    def of(self, severity: str) -> list[Finding]:
+    def of(self, severity: Severity) -> list[Finding]:
         return [f for f in self.findings if f.severity == severity]
 
     @property
@@ -81,7 +82,7 @@ class DriftReport:
     def notice_groups(self) -> list[NoticeGroup]:
         """Notices grouped per function and change, with their call counts."""
         groups: dict[tuple[str, str], NoticeGroup] = {}
-        for f in self.of("notice"):
+        for f in self.of(Severity.NOTICE):
             group = groups.setdefault((f.function, f.change), NoticeGroup(f.function, f.change))
             group.where.append(f"{f.file}:{f.line}")
         return sorted(groups.values(), key=lambda g: (-len(g.where), g.function))
@@ -595,7 +596,7 @@ def _missing(site: CallSite, old: ApiIndex, new: ApiIndex) -> Finding:
     target = renamed or moved
     new_sig = new.lookup(target) if target else None
     return Finding(file=site.file, line=site.line, column=site.column, function=site.path,
-                   severity="breaking", change=change,
+                   severity=Severity.BREAKING, change=change,
                    old_signature=old_sig.render() if old_sig else (old.kind(site.path) or ""),
                    new_signature=new_sig.render() if new_sig else "", detail=detail)
 
@@ -634,21 +635,21 @@ def classify(site: CallSite, old: ApiIndex, new: ApiIndex) -> Finding | None:
     if site.star_args or site.star_kwargs:
         how = " and ".join(x for x, on in (("*args", site.star_args),
                                             ("**kwargs", site.star_kwargs)) if on)
-        return Finding(severity="unverifiable", change=summary,
+        return Finding(severity=Severity.UNVERIFIABLE, change=summary,
                        detail=f"arguments are passed through {how}: check by hand whether "
                               f"this call needs: {summary}", **base)  # type: ignore[arg-type]
     problems, first = _binding_problems(site, old_sig, new_sig)
     if problems:
         fix = _safe_fix(site, old_sig, new_sig, first) if first is not None and len(
             problems) == sum(1 for p in problems if p.startswith("positional")) else ()
-        return Finding(severity="breaking", change=summary, detail="; ".join(problems),
+        return Finding(severity=Severity.BREAKING, change=summary, detail="; ".join(problems),
                        fix=fix, **base)  # type: ignore[arg-type]
     defaults = _changed_defaults(site, old_sig, new_sig)
     if defaults:
-        return Finding(severity="review", change=summary,
+        return Finding(severity=Severity.REVIEW, change=summary,
                        detail=f"check that the new default suits this call: "
                               f"{'; '.join(defaults)}", **base)  # type: ignore[arg-type]
-    return Finding(severity="notice", change=summary,
+    return Finding(severity=Severity.NOTICE, change=summary,
                    detail="the call binds as before; review whether it should pass the new "
                           "or changed parameters", **base)  # type: ignore[arg-type]
 
@@ -745,7 +746,7 @@ def _rewrite(text: str, fixes: Mapping[tuple[int, int], tuple[tuple[int, str], .
 
 def fix_source(text: str, findings: Iterable[Finding]) -> tuple[str, list[Finding]]:
     """Rewrite the fixable breaking calls of one file; returns the text and what was fixed."""
-    fixable = {(f.line, f.column): f for f in findings if f.severity == "breaking" and f.fix}
+    fixable = {(f.line, f.column): f for f in findings if f.severity == Severity.BREAKING and f.fix}
     if not fixable:
         return text, []
     new, done = _rewrite(text, {k: f.fix for k, f in fixable.items()})

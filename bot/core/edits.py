@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from bot.core.config import Group
 from bot.core.discovery import file_kind, find_pins, parse_pyproject, parse_requirements
-from bot.core.models import Pin, Plan
+from bot.core.models import EditKind, Pin, Plan
 from bot.core.specs import split_requirement, with_specifier
 from bot.errors import ApplyError, DockerfileConflict, InputError
 
@@ -37,7 +37,7 @@ class Bump:
 class Edit:
     file: str
     line: int
-    kind: str  # requirement | dockerfile-arg | dockerfile-run | assertion | doc
+    kind: EditKind
     before: str
     after: str
 
@@ -154,7 +154,7 @@ def _lines(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
 
-def _replace_line(lines: list[str], index: int, new: str, file: str, kind: str,
+def _replace_line(lines: list[str], index: int, new: str, file: str, kind: EditKind,
                   edits: list[Edit]) -> None:
     if lines[index] != new:
         edits.append(Edit(file, index + 1, kind, lines[index].strip(), new.strip()))
@@ -173,7 +173,7 @@ def edit_requirements(path: str, text: str, pins: Sequence[tuple[Pin, str]]) -> 
         index = pin.line - 1
         if 0 <= index < len(lines) and pin.requirement in lines[index]:
             _replace_line(lines, index, lines[index].replace(pin.requirement, new_req, 1),
-                          path, "requirement", edits)
+                          path, EditKind.REQUIREMENT, edits)
             continue
         # A requirement continued over several lines (requirements files): move the version.
         old_spec = split_requirement(pin.requirement)[1]
@@ -186,7 +186,7 @@ def edit_requirements(path: str, text: str, pins: Sequence[tuple[Pin, str]]) -> 
                                      r"(?![\w.])")
                 if pattern.search(lines[i]):
                     _replace_line(lines, i, pattern.sub(rf"\g<1>{n.group(2)}", lines[i], 1),
-                                  path, "requirement", edits)
+                                  path, EditKind.REQUIREMENT, edits)
                     done = True
                     break
         if not done:
@@ -240,7 +240,8 @@ def edit_literals(path: str, text: str, pins: Sequence[tuple[Pin, str]]) -> File
                 continue  # already moved
             raise ApplyError(f"{path}:{pin.line}: cannot find {pin.literal!r} to edit; the "
                              "file changed since it was read? Nothing written")
-        kind = "dockerfile-arg" if pin.section.startswith("dockerfile ARG") else "literal"
+        kind = EditKind.DOCKERFILE_ARG if pin.section.startswith("dockerfile ARG") \
+            else EditKind.LITERAL
         _replace_line(lines, index, pattern.sub(new, lines[index], count=1), path, kind, edits)
     return FileEdit(path, text, "".join(lines), edits)
 
@@ -365,7 +366,7 @@ class _DockerfileEdit:
             elif bump is not None:
                 new_line = re.sub(rf"(\b{name}=[\"']?){re.escape(value)}(?=[\"']?(\s|$))",
                                   rf"\g<1>{bump.new}", new_line, count=1)
-        _replace_line(self.lines, index, new_line, self.path, "dockerfile-arg", self.edits)
+        _replace_line(self.lines, index, new_line, self.path, EditKind.DOCKERFILE_ARG, self.edits)
 
     def run_pins(self, start: int, end: int) -> None:
         """Literal pins of group packages in a ``RUN`` (over its continuation lines)."""
@@ -379,7 +380,7 @@ class _DockerfileEdit:
 
         for i in range(start, end + 1):
             _replace_line(self.lines, i, _RUN_PIN.sub(sub, self.lines[i]), self.path,
-                          "dockerfile-run", self.edits)
+                          EditKind.DOCKERFILE_RUN, self.edits)
 
     def check_defaults(self) -> None:
         """One ARG with different defaults in one file, one of them a version that moves."""
@@ -530,7 +531,7 @@ def edit_assertions(path: str, text: str, bumps: Sequence[Bump]) -> FileEdit:
         for start, end, new in sorted(spans[index], reverse=True):
             line = line[:start] + new + line[end:]
         new_lines[index] = line.decode("utf-8")
-        edits += [Edit(path, index + 1, "assertion", old_lines[index].strip(),
+        edits += [Edit(path, index + 1, EditKind.ASSERTION, old_lines[index].strip(),
                        new_lines[index].strip()) for _ in spans[index]]
     return FileEdit(path, text, "".join(new_lines), edits)
 
@@ -563,7 +564,7 @@ def edit_docs(path: str, text: str, lead: Bump | None, patterns: Sequence[str]) 
                 new = pattern.sub(lambda m: m.group(0)[: m.start("pinbump_version") - m.start()]
                                   + lead.new + m.group(0)[m.end("pinbump_version") - m.start():],
                                   new)
-            _replace_line(lines, i, new, path, "doc", edits)
+            _replace_line(lines, i, new, path, EditKind.DOC, edits)
     return FileEdit(path, text, "".join(lines), edits)
 
 

@@ -10,6 +10,41 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 
+class Vocabulary(str, Enum):
+    """A closed set of words; each member is also its string (for JSON and comparisons)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class Channel(Vocabulary):
+    """Which of FlashInfer's builds a plan is made against (``--channel``)."""
+
+    STABLE = "stable"
+    NIGHTLY = "nightly"  # pre-releases from .../whl/nightly, tried the day they land
+
+
+class Severity(Vocabulary):
+    """How a drift finding bears on a call site, most serious first (the report's order)."""
+
+    BREAKING = "breaking"  # fails or binds differently under the new version
+    REVIEW = "review"  # binds as before, may compute something else (defaults, advisories)
+    UNVERIFIABLE = "unverifiable"  # passed through *args/**kwargs: binding cannot be read
+    NOTICE = "notice"  # binds as before; the API around it changed
+
+
+class EditKind(Vocabulary):
+    """Which editor made an edit (apply's ``kind``; the PR body groups edits by it)."""
+
+    REQUIREMENT = "requirement"  # a requirement string: pyproject, requirements, setup.py/cfg
+    DOCKERFILE_ARG = "dockerfile-arg"  # an ARG/ENV default
+    DOCKERFILE_RUN = "dockerfile-run"  # a literal pin in a RUN install
+    ASSERTION = "assertion"  # a version check in Python
+    DOC = "doc"  # a documented example
+    LITERAL = "literal"  # a bare version: CI variable, versions JSON, git ref
+    CODEMOD = "codemod"  # a call rewritten by drift's keyword-binding codemod
+
+
 @dataclass(frozen=True)
 class Pin:
     """One requirement string of the target that names a package of a group."""
@@ -129,17 +164,10 @@ class Plan:
     warnings: list[str] = field(default_factory=list)  # e.g. the current pin is known bad
     skipped: list[tuple[str, str]] = field(default_factory=list)  # file, why it was not read
     platforms: str = ""  # what every package of the set was checked for
-    channel: str = "stable"
+    channel: Channel = Channel.STABLE
 
 
 # -- GitHub, as data -------------------------------------------------------------------------
-class Vocabulary(str, Enum):
-    """A closed set of words; each member is also its string (for JSON and comparisons)."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-
 class CheckState(Vocabulary):
     """A check run or commit status of one SHA, in one vocabulary."""
 

@@ -13,7 +13,7 @@ from bot.core.chatops import checkbox_lines, ignored_marks
 from bot.core.decisions import GateDecision, failure_mark
 from bot.core.drift import DriftReport
 from bot.core.edits import EditSet
-from bot.core.models import Plan, Rejection
+from bot.core.models import EditKind, Plan, Rejection
 from bot.render.drift import drift_markdown, hand_fix_banner
 from bot.render.markdown import (
     bare_url,
@@ -33,9 +33,9 @@ RELEASE_NOTES = {
     "flashinfer-jit-cache":
         "https://github.com/flashinfer-ai/flashinfer/releases/tag/v{version}",
 }
-KIND_TITLES = {"requirement": "Requirements", "dockerfile-arg": "Dockerfile ARG/ENV",
-               "dockerfile-run": "Dockerfile RUN pins", "assertion": "Version assertions",
-               "doc": "Docs"}
+KIND_TITLES = {EditKind.REQUIREMENT: "Requirements", EditKind.DOCKERFILE_ARG: "Dockerfile ARG/ENV",
+               EditKind.DOCKERFILE_RUN: "Dockerfile RUN pins",
+               EditKind.ASSERTION: "Version assertions", EditKind.DOC: "Docs"}
 
 
 def _code(text: str) -> str:
@@ -99,7 +99,7 @@ def pr_body(plan: Plan, edits: EditSet, drift: DriftReport | None, gate: GateInf
     if release_notes:  # already escaped, section by section (bot.core.release_notes)
         out += ["", *release_notes]
     out += ["", "### Files changed", ""]
-    by_kind: dict[str, list[str]] = {}
+    by_kind: dict[EditKind, list[str]] = {}
     for e in edits.edits:
         by_kind.setdefault(e.kind, []).append(f"- {code_span(f'{e.file}:{e.line}')} "
                                               f"{code_span(e.before)} → {code_span(e.after)}")

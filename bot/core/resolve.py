@@ -18,7 +18,7 @@ from bot.core.config import Group, Policy
 from bot.core.discovery import Target
 from bot.core.environment import Environment
 from bot.core.indexmodel import IndexModel, IndexRef
-from bot.core.models import Change, DistFile, IndexProblem, Pin, Plan, Rejection
+from bot.core.models import Change, Channel, DistFile, IndexProblem, Pin, Plan, Rejection
 from bot.core.specs import clause_version, other_clauses, replace_clause, split_requirement
 from bot.errors import (
     Conflict,
@@ -772,7 +772,7 @@ def _build_plan(ctx: Context, lead_version: Version, current: Version | None,
     plan.warnings = list(ctx.warnings)
     plan.skipped = list(ctx.target.skipped)
     plan.platforms = ctx.env.describe()
-    plan.channel = ctx.model.channel if ctx.model else "stable"
+    plan.channel = Channel(ctx.model.channel) if ctx.model else Channel.STABLE
     for package, version in chosen.items():
         where = ctx.found_on.get((package, version))
         if where:

@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from bot.core.api import ApiIndex
 from bot.core.drift import CallSite, Finding
+from bot.core.models import Severity
 from bot.errors import InputError
 
 ONE_LINE = 240  # a review finding's "what to check" stays one readable line
@@ -117,7 +118,7 @@ class Advisories:
                 sig_old, sig_new = old.lookup(site.path), new.lookup(site.path)
                 out.append(Finding(
                     file=site.file, line=site.line, column=site.column, function=site.path,
-                    severity="review", change=f"advisory for {adv.since}: behaviour changed",
+                    severity=Severity.REVIEW, change=f"advisory for {adv.since}: behaviour changed",
                     old_signature=sig_old.render() if sig_old else "",
                     new_signature=sig_new.render() if sig_new else "",
                     detail=f"check: {adv.check}"))
@@ -155,7 +156,7 @@ class Observations:
                 sig_old, sig_new = old.lookup(site.path), new.lookup(site.path)
                 out.append(Finding(
                     file=site.file, line=site.line, column=site.column, function=site.path,
-                    severity="review", change="GPU gate: recorded behaviour changed",
+                    severity=Severity.REVIEW, change="GPU gate: recorded behaviour changed",
                     old_signature=sig_old.render() if sig_old else "",
                     new_signature=sig_new.render() if sig_new else "", detail=detail))
         return out

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bot.core.drift import SEVERITY_ORDER, DriftReport, Finding
+from bot.core.models import Severity
 from bot.render.jsonout import to_json
 from bot.render.markdown import (
     code_block,
@@ -29,7 +30,8 @@ from bot.render.markdown import (
 )
 from bot.render.report import escape
 
-SHOWN = ("breaking", "review", "unverifiable")  # one row each; notices are grouped
+SHOWN = (Severity.BREAKING, Severity.REVIEW, Severity.UNVERIFIABLE)  # one row each; notices
+# are grouped
 
 
 # -- JSON and terminal ---------------------------------------------------------------------
@@ -37,15 +39,17 @@ def drift_json(report: DriftReport) -> str:
     return to_json([f.as_dict() for f in report.findings])
 
 
-def counts(report: DriftReport) -> dict[str, int]:
+def counts(report: DriftReport) -> dict[Severity, int]:
     return {s: len(report.of(s)) for s in SEVERITY_ORDER}
 
 
 def headline(report: DriftReport) -> str:
     c = counts(report)
     groups = len(report.notice_groups())
-    return (f"{c['breaking']} breaking, {c['review']} review, {c['unverifiable']} unverifiable, "
-            f"{c['notice']} notice{'s' if c['notice'] != 1 else ''} on {groups} "
+    notices = c[Severity.NOTICE]
+    return (f"{c[Severity.BREAKING]} breaking, {c[Severity.REVIEW]} review, "
+            f"{c[Severity.UNVERIFIABLE]} unverifiable, "
+            f"{notices} notice{'s' if notices != 1 else ''} on {groups} "
             f"function{'s' if groups != 1 else ''}")
 
 
@@ -66,7 +70,7 @@ def drift_text(report: DriftReport, width: int = 140) -> str:
                                                     f.function, f.change, f.detail)))
         for g in report.notice_groups():
             table.add_row(*(escape(x) for x in (
-                "notice", f"{len(g.where)} call{'s' if len(g.where) != 1 else ''}",
+                Severity.NOTICE, f"{len(g.where)} call{'s' if len(g.where) != 1 else ''}",
                 g.function, g.change, ", ".join(g.where[:3]) +
                 (f" (+{len(g.where) - 3} more)" if len(g.where) > 3 else ""))))
         console.print(table)
@@ -113,8 +117,9 @@ def drift_markdown(report: DriftReport, limit: int = 50, blob_url: str | None = 
                      f"checked in {report.files_scanned} files).")
         return "\n".join(lines + _notes(report) + _breakages_md(report, limit)) + "\n"
     c = counts(report)
-    lines.append(f"**{c['breaking']} breaking**, {c['review']} review, {c['unverifiable']} "
-                 f"unverifiable, {c['notice']} notice(s) on {len(report.notice_groups())} "
+    lines.append(f"**{c[Severity.BREAKING]} breaking**, {c[Severity.REVIEW]} review, "
+                 f"{c[Severity.UNVERIFIABLE]} unverifiable, {c[Severity.NOTICE]} notice(s) on "
+                 f"{len(report.notice_groups())} "
                  f"function(s), collapsed below ({report.calls_scanned} calls checked in "
                  f"{report.files_scanned} files).")
     shown = [f for f in report.findings if f.severity in SHOWN]
@@ -124,7 +129,7 @@ def drift_markdown(report: DriftReport, limit: int = 50, blob_url: str | None = 
             lines.append(f"| … | | | {len(shown) - limit} more findings | |")
     groups = report.notice_groups()
     if groups:
-        lines += ["", f"<details><summary>{c['notice']} notice(s) on {len(groups)} "
+        lines += ["", f"<details><summary>{c[Severity.NOTICE]} notice(s) on {len(groups)} "
                       "function(s): calls that bind as before</summary>", "",
                   "| function | change | calls | where |", "| --- | --- | --- | --- |"]
         for g in groups[:limit]:
@@ -210,8 +215,8 @@ def _prop(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-LEVELS = {"breaking": "error", "review": "warning", "unverifiable": "warning",
-          "notice": "notice"}
+LEVELS = {Severity.BREAKING: "error", Severity.REVIEW: "warning",
+          Severity.UNVERIFIABLE: "warning", Severity.NOTICE: "notice"}
 
 
 def workflow_commands(report: DriftReport, prefix: str = "") -> list[str]:
@@ -240,11 +245,12 @@ def _command(level: str, file: str, line: int, col: int, title: str, message: st
 # -- SARIF 2.1.0 ---------------------------------------------------------------------------
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _RULES = {
-    "breaking": ("error", "A call or reference that fails or binds differently under the new "
-                 "version"),
-    "review": ("warning", "A call that binds as before but may compute something else"),
-    "unverifiable": ("warning", "A call through *args/**kwargs whose binding cannot be read"),
-    "notice": ("note", "A call that binds as before; the API around it changed"),
+    Severity.BREAKING: ("error", "A call or reference that fails or binds differently under "
+                        "the new version"),
+    Severity.REVIEW: ("warning", "A call that binds as before but may compute something else"),
+    Severity.UNVERIFIABLE: ("warning",
+                            "A call through *args/**kwargs whose binding cannot be read"),
+    Severity.NOTICE: ("note", "A call that binds as before; the API around it changed"),
 }
 
 
