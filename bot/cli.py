@@ -469,9 +469,12 @@ def cmd_pins(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from bot.core.models import StatusState
+
     gh_opts = _github_options(args)
     client = gh_opts.client(gh_opts.token() or "")
-    client.set_status(args.sha, args.context, args.state, args.target_url, args.description)
+    client.set_status(args.sha, args.context, StatusState(args.state), args.target_url,
+                      args.description)
     print(f"pinbump: {args.context} = {args.state} on {args.sha[:12]}", file=sys.stderr)
     if args.json:
         _print_json({"sha": args.sha, "context": args.context, "state": args.state,

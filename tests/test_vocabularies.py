@@ -3,6 +3,7 @@ published JSON Schemas allow: one cannot change without the other."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,22 @@ import jsonschema
 import pytest
 
 from bot.cli import main
+from bot.core.api import ParamKind
+from bot.core.config import Policy, parse_config
 from bot.core.decisions import RunAction
-from bot.core.models import Channel, EditKind, Severity, Vocabulary
+from bot.core.discovery import file_kind
+from bot.core.drift import CallSite, scan_source
+from bot.core.models import (
+    Channel,
+    EditKind,
+    FileKind,
+    MergeMethod,
+    RebaseWhen,
+    Severity,
+    SiteKind,
+    Via,
+    Vocabulary,
+)
 from bot.render.jsonout import schema, to_json
 from servers import PypiServer
 from test_apply import TREE, publish, write_tree
@@ -94,3 +109,74 @@ def test_apply_json_literal_edits_are_published(pypi: PypiServer, tmp_path: Path
     assert ("scripts/ci_install.sh", "literal") in kinds
     assert ("docker/versions.json", "literal") in kinds
     assert {k for _, k in kinds} <= {k.value for k in EditKind}
+
+
+def _every_vocabulary() -> list[type[Vocabulary]]:
+    """Every Vocabulary of the modules that hold them (models, api, decisions)."""
+    homes = {"bot.core.models", "bot.core.api", "bot.core.decisions"}
+    found: list[type[Vocabulary]] = []
+    todo = list(Vocabulary.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        found += [cls] if cls.__module__ in homes else []
+        todo += cls.__subclasses__()
+    assert ParamKind in found and RunAction in found
+    return sorted(found, key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("vocabulary", _every_vocabulary(), ids=lambda v: v.__name__)
+def test_every_vocabulary_is_closed_and_distinct(vocabulary: type[Vocabulary]) -> None:
+    values = [m.value for m in vocabulary]
+    assert values and all(isinstance(v, str) for v in values)
+    assert len(set(values)) == len(values)  # no alias hides a word
+    for member in vocabulary:
+        assert vocabulary(member.value) is member and str(member) == member.value
+
+
+@pytest.mark.parametrize(("path", "kind"), [
+    ("python/pyproject.toml", FileKind.PYPROJECT),
+    ("requirements/cuda.txt", FileKind.REQUIREMENTS),
+    ("requirements-dev.in", FileKind.REQUIREMENTS),
+    ("setup.py", FileKind.SETUP_PY),
+    ("setup.cfg", FileKind.SETUP_CFG),
+    ("docker/Dockerfile.nightly_torch", FileKind.DOCKERFILE),
+    ("docker/versions.json", FileKind.JSON),
+    ("src/app.py", None),
+    ("pkg/PKG-INFO", None),
+])
+def test_file_kind_is_a_member(path: str, kind: FileKind | None) -> None:
+    found = file_kind(path)
+    assert found is kind
+
+
+def test_call_sites_read_back_from_the_scan_cache_hold_members() -> None:
+    """The scan cache stores call sites as JSON; read back they hold enum members again."""
+    text = ("import kernelpkg\n"
+            "kernelpkg.norm.rmsnorm(x)\n"
+            "getattr(kernelpkg, 'layernorm')\n")
+    sites = scan_source("a.py", text, {"kernelpkg"})
+    assert [(s.kind, s.via) for s in sites] == [(SiteKind.CALL, Via.DIRECT),
+                                                (SiteKind.REFERENCE, Via.GETATTR)]
+    again = [CallSite(**{k: tuple(v) if isinstance(v, list) else v
+                         for k, v in json.loads(json.dumps(dataclasses.asdict(s))).items()})
+             for s in sites]
+    assert again == sites
+    assert all(type(s.kind) is SiteKind and type(s.via) is Via for s in again)
+
+
+@pytest.mark.parametrize(("key", "value", "field", "member"), [
+    ("rebase-when", "behind", "rebase_when", RebaseWhen.BEHIND),
+    ("rebase-when", "never", "rebase_when", RebaseWhen.NEVER),
+    ("merge-method", "rebase", "merge_method", MergeMethod.REBASE),
+])
+def test_config_words_become_members(key: str, value: str, field: str, member: Vocabulary
+                                     ) -> None:
+    policy = parse_config({key: value}, "pinbump.toml", Policy())
+    assert getattr(policy, field) is member
+
+
+def test_config_defaults_are_members() -> None:
+    policy = Policy()
+    assert policy.rebase_when is RebaseWhen.CONFLICTED
+    assert policy.merge_method is MergeMethod.SQUASH
+    assert policy.channel is Channel.STABLE

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from bot.core.botpr import CommitAuthor
-from bot.core.models import Check, CheckState, IssueInfo, PullInfo
+from bot.core.models import Check, CheckState, IssueInfo, PrState, PullInfo, StatusState
 from bot.core.release_notes import Release
 from bot.errors import GitHubError, InputError
 
@@ -193,7 +193,7 @@ class GitHub:
         base_repo = (raw.get("base") or {}).get("repo") or {}
         return PullInfo(number=pr.number, head_ref=pr.head.ref, head_sha=pr.head.sha,
                         base_ref=pr.base.ref, title=pr.title, body=pr.body or "",
-                        state=pr.state, merged=bool(pr.merged_at),
+                        state=PrState(pr.state), merged=bool(pr.merged_at),
                         labels=tuple(label.name for label in pr.labels), url=pr.html_url,
                         author=(raw.get("user") or {}).get("login") or "",
                         head_repo=head_repo.get("full_name") or "",
@@ -337,7 +337,8 @@ class GitHub:
                     number=row["number"], head_ref=ref,
                     head_sha=(row.get("head") or {}).get("sha") or "",
                     title=row.get("title") or "", body=row.get("body") or "",
-                    state=row.get("state") or "closed", merged=bool(row.get("merged_at")),
+                    state=PrState(row.get("state") or PrState.CLOSED),
+                    merged=bool(row.get("merged_at")),
                     labels=tuple(x.get("name", "") for x in row.get("labels") or []),
                     url=row.get("html_url") or ""))
         return out
@@ -466,7 +467,7 @@ class GitHub:
             out.append(Check(status["context"], state, status.get("target_url") or "", sha))
         return out
 
-    def set_status(self, sha: str, context: str, state: str, target_url: str = "",
+    def set_status(self, sha: str, context: str, state: StatusState, target_url: str = "",
                    description: str = "") -> None:
         body = {"state": state, "context": context, "description": description[:140]}
         if target_url:
@@ -498,7 +499,7 @@ class GitHubPort(Protocol):
     def auto_merge(self, number: int, sha: str, method: str) -> bool | None: ...
     def closed_pulls(self, base: str, head_prefix: str) -> list[PullInfo]: ...
     def checks(self, sha: str) -> list[Check]: ...
-    def set_status(self, sha: str, context: str, state: str, target_url: str = "",
+    def set_status(self, sha: str, context: str, state: StatusState, target_url: str = "",
                    description: str = "") -> None: ...
 
 
@@ -522,7 +523,7 @@ class RecordingGitHub:
     def create_pull(self, *, title: str, body: str, head: str, base: str) -> PullInfo:
         self._record("create_pull", title, head, base)
         number = len(self._pulls) + 1
-        pr = PullInfo(number, head, "", title, body, "open", False, (),
+        pr = PullInfo(number, head, "", title, body, PrState.OPEN, False, (),
                       f"a new PR for {head} (dry run)")
         self._pulls[number] = pr
         return pr
@@ -577,6 +578,6 @@ class RecordingGitHub:
     def checks(self, sha: str) -> list[Check]:
         return []
 
-    def set_status(self, sha: str, context: str, state: str, target_url: str = "",
+    def set_status(self, sha: str, context: str, state: StatusState, target_url: str = "",
                    description: str = "") -> None:
         self._record("set_status", sha, context, state)

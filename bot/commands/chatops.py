@@ -42,7 +42,7 @@ from bot.core.chatops import (
     untick,
     version_of,
 )
-from bot.core.models import PullInfo
+from bot.core.models import PrState, PullInfo
 from bot.core.prbody import DASHBOARD_TITLE, explain_markdown
 
 REPLY = "<!-- pinbump:reply -->"
@@ -139,7 +139,7 @@ def _execute(ctx: Context, token: str, command: Command, number: int) -> str:
     policy = base_policy(ctx.plan_opts.repo, ctx.base, token, ctx.remote)
     prefix = f"pinbump/{policy.active_group.name}-"
     if verb == "gate":
-        if pr is None or pr.state != "open" or not pr.head_ref.startswith(prefix):
+        if pr is None or pr.state != PrState.OPEN or not pr.head_ref.startswith(prefix):
             return "`/pinbump gate` works on an open bot PR."
         github.dispatch(policy.gate_workflow, ctx.base,
                         dict(zip(GATE_INPUTS, (str(pr.number), pr.head_sha), strict=True)))
@@ -158,8 +158,8 @@ def _ignore_or_unignore(ctx: Context, github: GitHub, command: Command,
     dashboard = github.find_issue(DASHBOARD_TITLE, DASHBOARD_LABEL)
     marks = marked_versions(dashboard.body) if dashboard else []
     if verb == "ignore":
-        if pr is not None and command.version is None and pr.state == "open":
-            github.edit_pull(pr.number, state="closed")
+        if pr is not None and command.version is None and pr.state == PrState.OPEN:
+            github.edit_pull(pr.number, state=PrState.CLOSED)
             return _ignoring(version)
         if dashboard is not None and version not in marks:
             github.edit_issue(dashboard.number, dashboard.body.rstrip("\n") + "\n" +
@@ -167,7 +167,7 @@ def _ignore_or_unignore(ctx: Context, github: GitHub, command: Command,
         for p in github.open_pulls(ctx.base, prefix):  # its open bot PR closes: a skip
             if version_of(p.head_ref, prefix) == version:
                 github.comment(p.number, f"{REPLY}\nClosed: {_ignoring(version)}")
-                github.edit_pull(p.number, state="closed")
+                github.edit_pull(p.number, state=PrState.CLOSED)
         return _ignoring(version)
     # unignore: the dashboard's marker goes, closed PRs of the version are labelled
     if dashboard is not None and version in marks:

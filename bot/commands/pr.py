@@ -59,7 +59,7 @@ from bot.core.decisions import (
     undispatched,
 )
 from bot.core.drift import DriftReport, ReviewSource
-from bot.core.models import Plan, PullInfo
+from bot.core.models import CheckState, Plan, PrState, PullInfo, StatusState
 from bot.core.prbody import (
     DASHBOARD_TITLE,
     GateInfo,
@@ -432,7 +432,7 @@ def _open_or_update(ws: Workspace, bot: BotServices, plan: Plan, opts: RunOption
                         dict(zip(GATE_INPUTS, (str(mine.number), result.head_sha),
                                  strict=True)))
         for context in missing:
-            github.set_status(result.head_sha, context, "pending",
+            github.set_status(result.head_sha, context, StatusState.PENDING,
                               description="queued: GPU gate dispatched by pinbump run")
         result.dispatched = True
         bot.say(f"dispatched {policy.gate_workflow} for #{mine.number} at "
@@ -457,15 +457,15 @@ def _drift_status(bot: BotServices, sha: str, report: DriftReport | None) -> Non
     """``pinbump/drift`` on the head SHA: failure while a breaking call remains (error when
     drift could not be computed), success otherwise; written only when it changes."""
     if report is None:
-        state, text = "error", "API drift could not be computed: see the PR body"
+        state, text = StatusState.ERROR, "API drift could not be computed: see the PR body"
     elif report.breaking:
         n = len(report.breaking)
-        state, text = "failure", f"{n} call{'s need' if n != 1 else ' needs'} a hand fix"
+        state, text = StatusState.FAILURE, f"{n} call{'s need' if n != 1 else ' needs'} a hand fix"
     else:
-        state, text = "success", "no call of the target breaks"
+        state, text = StatusState.SUCCESS, "no call of the target breaks"
     current = next((c for c in bot.github.checks(sha) if c.name == DRIFT_STATUS), None)
-    if current is not None and current.state == ("success" if state == "success"
-                                                  else "failure"):
+    if current is not None and current.state == (
+            CheckState.SUCCESS if state == StatusState.SUCCESS else CheckState.FAILURE):
         return  # already says so (the adapter reads error as failure)
     bot.github.set_status(sha, DRIFT_STATUS, state, description=text)
     if not bot.dry_run:
@@ -567,7 +567,7 @@ def run_pr_gate(gh_opts: GitHubOptions, number: int, checkout: Path, *, out: IO[
     token = gh_opts.token() or ""
     github = gh_opts.client(token)
     pr = github.pull(number)
-    if pr.merged or pr.state != "open":
+    if pr.merged or pr.state != PrState.OPEN:
         return gate(github, number, Policy(), out=out)
     policy = base_policy(checkout, pr.base_ref, token, remote)
     not_bot = not_bot_reasons(pr, github.pull_commits(number), bot_identity(github, policy))
@@ -580,7 +580,7 @@ def gate(github: GitHubPort, number: int, policy: Policy, *, out: IO[str],
         print(f"pinbump: {line}", file=out)
 
     pr = github.pull(number)
-    is_open = pr.state == "open" and not pr.merged
+    is_open = pr.state == PrState.OPEN and not pr.merged
     checks = github.checks(pr.head_sha) if is_open else []
     required = required_checks(policy)
     failed = is_open and decide(required, checks).state == GateState.FAILURE

@@ -69,12 +69,13 @@ class Signature:
         parts: list[str] = []
         kinds = [p.kind for p in self.params]
         for i, p in enumerate(self.params):
-            if p.kind == "keyword-only" and "variadic positional" not in kinds and (
-                    i == 0 or self.params[i - 1].kind != "keyword-only"):
+            if p.kind == ParamKind.KEYWORD_ONLY and ParamKind.VAR_POSITIONAL not in kinds and (
+                    i == 0 or self.params[i - 1].kind != ParamKind.KEYWORD_ONLY):
                 parts.append("*")
             parts.append(p.render())
-            if p.kind == "positional-only" and (i + 1 == len(self.params)
-                                                or self.params[i + 1].kind != "positional-only"):
+            if p.kind == ParamKind.POSITIONAL_ONLY and (
+                    i + 1 == len(self.params)
+                    or self.params[i + 1].kind != ParamKind.POSITIONAL_ONLY):
                 parts.append("/")
         return f"{self.path.rsplit('.', 1)[-1]}({', '.join(parts)})"
 
@@ -85,7 +86,7 @@ class Signature:
     def positionals(self) -> list[Param]:
         return [p for p in self.params if p.positional]
 
-    def has(self, kind: str) -> bool:
+    def has(self, kind: ParamKind) -> bool:
         return any(p.kind == kind for p in self.params)
 
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.core.models import PullInfo
+from bot.core.models import PrState, PullInfo
 from bot.errors import InputError
 
 BRANCH_PREFIX = "pinbump/"
@@ -85,7 +85,7 @@ def gate_target_problems(pr: PullInfo, sha: str, commits: Sequence[CommitAuthor]
     bot PR. A pull-request event may also test a same-repository PR a maintainer labelled
     ``allow_label`` (its results are reported; pinbump never merges it)."""
     problems = []
-    if pr.merged or pr.state != "open":
+    if pr.merged or pr.state != PrState.OPEN:
         problems.append(f"#{pr.number} is {'merged' if pr.merged else pr.state}")
     if sha != pr.head_sha:
         problems.append(f"{sha[:40]!r} is not the head of #{pr.number} "

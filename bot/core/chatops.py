@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from bot.core.models import PullInfo
+from bot.core.models import PullInfo, RebaseWhen
 
 VERBS = ("rebase", "recreate", "ignore", "unignore", "gate", "explain")
 WRITE_ROLES = frozenset({"admin", "maintain", "write"})
@@ -162,12 +162,12 @@ def newer_target_comment(version: str, lead: str) -> str:
             "dropped), or `/pinbump rebase` to bring this branch up to date with its base.")
 
 
-def rebase_needed(rebase_when: str, mergeable_state: str, behind: bool) -> bool:
+def rebase_needed(rebase_when: RebaseWhen, mergeable_state: str, behind: bool) -> bool:
     """Whether an unchanged bot branch whose base moved is rebased: ``conflicted`` (the
     default) only when GitHub reports a conflict, ``behind`` whenever the base moved,
     ``never`` only on request."""
     if not behind:
         return False
-    if rebase_when == "behind":
+    if rebase_when == RebaseWhen.BEHIND:
         return True
-    return rebase_when == "conflicted" and mergeable_state == "dirty"
+    return rebase_when == RebaseWhen.CONFLICTED and mergeable_state == "dirty"

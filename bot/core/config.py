@@ -13,7 +13,7 @@ from packaging.version import InvalidVersion, Version
 
 from bot.core.discovery import PyProject, load_toml
 from bot.core.indexmodel import CHANNELS, BuiltinData, parse_builtin
-from bot.core.models import Channel
+from bot.core.models import Channel, MergeMethod, RebaseWhen
 from bot.core.urls import Credentials, index_url
 from bot.errors import ConfigError
 
@@ -25,8 +25,8 @@ DEFAULT_RUNNERS: dict[str, tuple[str, ...]] = {
     "multi-gpu": ("self-hosted", "linux", "gpu", "multi-gpu"),
 }
 STATUS_PREFIX = "pinbump/gpu-gate"  # commit status context of each GPU job: prefix/<job>
-MERGE_METHODS = ("merge", "squash", "rebase")
-REBASE_WHEN = ("conflicted", "behind", "never")
+MERGE_METHODS = tuple(m.value for m in MergeMethod)
+REBASE_WHEN = tuple(w.value for w in RebaseWhen)
 PLATFORMS = ("linux-x86_64", "linux-aarch64")  # GB200/GB300 and DGX Spark are aarch64
 KNOWN_PLATFORMS = ("linux-x86_64", "linux-aarch64", "win-amd64", "macos-arm64")
 
@@ -75,9 +75,9 @@ class Policy:
         default_factory=lambda: dict(DEFAULT_RUNNERS))
     required_checks: tuple[str, ...] | None = None  # default: one status per GPU job
     gate_min_tests: Mapping[str, int] = field(default_factory=dict)  # job -> executed tests
-    merge_method: str = "squash"
+    merge_method: MergeMethod = MergeMethod.SQUASH
     bot_login: str | None = None  # who opens the bot PRs; default: the token's identity
-    rebase_when: str = "conflicted"  # conflicted | behind | never
+    rebase_when: RebaseWhen = RebaseWhen.CONFLICTED
     ci_comment: str | None = None  # posted after each push, e.g. "/tag-and-rerun-ci"
     extra_labels: tuple[str, ...] = ()  # added to the bot PR besides `labels`
     platforms: tuple[str, ...] = PLATFORMS
@@ -311,18 +311,18 @@ def _required_checks(k: _Keys, key: str, value: Any) -> tuple[str, ...]:
     return values
 
 
-def _merge_method(k: _Keys, key: str, value: Any) -> str:
+def _merge_method(k: _Keys, key: str, value: Any) -> MergeMethod:
     method = k.expect(key, value, str, "merge, squash or rebase")
     if method not in MERGE_METHODS:
         raise k.error(key, f" must be one of {', '.join(MERGE_METHODS)}, got {method!r}")
-    return str(method)
+    return MergeMethod(method)
 
 
-def _rebase_when(k: _Keys, key: str, value: Any) -> str:
+def _rebase_when(k: _Keys, key: str, value: Any) -> RebaseWhen:
     when = k.expect(key, value, str, "conflicted, behind or never")
     if when not in REBASE_WHEN:
         raise k.error(key, f" must be one of {', '.join(REBASE_WHEN)}, got {when!r}")
-    return str(when)
+    return RebaseWhen(when)
 
 
 def _ci_comment(k: _Keys, key: str, value: Any) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.core.models import Check, CheckState, IssueInfo, PullInfo, Vocabulary
+from bot.core.models import Check, CheckState, IssueInfo, PrState, PullInfo, Vocabulary
 from bot.errors import ConfigError
 
 
@@ -161,7 +161,7 @@ def decide_gate(pr: PullInfo, required: Sequence[str], checks: Sequence[Check],
                 comments: Sequence[str], not_bot: Sequence[str] = ()) -> GatePlan:
     """``checks`` of ``pr.head_sha`` only; ``comments`` on the PR so far; ``not_bot``: why
     the PR is not the bot's own (bot.core.botpr.not_bot_reasons), empty when it is."""
-    if pr.merged or pr.state != "open":
+    if pr.merged or pr.state != PrState.OPEN:
         return GatePlan(GateAction.SKIP, GateState.MERGED if pr.merged else GateState.CLOSED)
     decision = decide(required, checks)
     if decision.state == GateState.SUCCESS:

@@ -19,7 +19,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from bot.core.indexmodel import IndexDecl, cuda_variant
-from bot.core.models import Pin
+from bot.core.models import FileKind, Pin, PinKind
 from bot.errors import InputError
 
 SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", "build", "dist",
@@ -280,7 +280,7 @@ def read_requirements(text: str, path: str, names: set[str]) -> RequirementsFile
                     continue
                 out.pins.append(Pin(canonicalize_name(egg.group("name")),
                                     f"{canonicalize_name(egg.group('name'))}=={version}",
-                                    path, start, "requirements (VCS ref)", kind="literal",
+                                    path, start, "requirements (VCS ref)", kind=PinKind.LITERAL,
                                     literal=version))
             continue
         if line.startswith("-"):
@@ -317,7 +317,8 @@ def skipped_dir(name: str) -> bool:
     return name in SKIP_DIRS or name.startswith(".") or name.endswith(".egg-info")
 
 
-def pin_files(paths: Iterable[str], kinds: tuple[str, ...] = ("pyproject", "requirements")
+def pin_files(paths: Iterable[str],
+              kinds: tuple[FileKind, ...] = (FileKind.PYPROJECT, FileKind.REQUIREMENTS)
               ) -> list[str]:
     """The files of ``kinds`` among ``paths`` (relative posix paths, in the order given),
     skipping vendored, generated and hidden folders."""
@@ -382,29 +383,28 @@ _SHELL = _globs(*SHELL_GLOBS)
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def file_kind(rel: str) -> str | None:
-    """How discovery reads a file: pyproject, requirements, setup-py, setup-cfg, dockerfile,
-    shell, json; None for files that cannot hold a pin."""
+def file_kind(rel: str) -> FileKind | None:
+    """How discovery reads a file; None for files that cannot hold a pin."""
     parts = rel.split("/")
     name = parts[-1]
     if name == "PKG-INFO":
         return None
     if _PYPROJECT(name):
-        return "pyproject"
+        return FileKind.PYPROJECT
     if _REQUIREMENTS(name) \
             or (name.endswith(".in") and not name.endswith(".py.in")) \
             or (name.endswith(".txt") and any(p.startswith("requirements") for p in parts[:-1])):
-        return "requirements"
+        return FileKind.REQUIREMENTS
     if name == "setup.py":
-        return "setup-py"
+        return FileKind.SETUP_PY
     if name == "setup.cfg":
-        return "setup-cfg"
+        return FileKind.SETUP_CFG
     if _DOCKERFILE(name):
-        return "dockerfile"
+        return FileKind.DOCKERFILE
     if _SHELL(name):
-        return "shell"
+        return FileKind.SHELL
     if name.endswith(".json"):
-        return "json"
+        return FileKind.JSON
     return None
 
 
@@ -509,7 +509,7 @@ def _installs(path: str, text: str, scan: _Scan, *, section: str) -> dict[str, l
             elif _is_version(m.group("value")):
                 line_no = start + _line_offset(text, start, m.group(0))
                 scan.pins.append(Pin(package, f"{package}=={m.group('value')}", path, line_no,
-                                     section, kind="literal", literal=m.group("value")))
+                                     section, kind=PinKind.LITERAL, literal=m.group("value")))
         for m in _INDEX_OPT.finditer(line):
             if packages:
                 opt = {"-i": "--index-url", "-f": "--find-links"}.get(m.group("opt"),
@@ -522,7 +522,7 @@ def _installs(path: str, text: str, scan: _Scan, *, section: str) -> dict[str, l
                 and _is_version(branch.group("version")):
             line_no = start + _line_offset(text, start, branch.group("version"))
             scan.pins.append(Pin(scan.lead, f"{scan.lead}=={branch.group('version')}", path,
-                                 line_no, f"{section} (git clone --branch)", kind="literal",
+                                 line_no, f"{section} (git clone --branch)", kind=PinKind.LITERAL,
                                  literal=branch.group("version")))
     return fed
 
@@ -555,7 +555,7 @@ def _dockerfile(path: str, text: str, scan: _Scan) -> None:
             packages = {tied} if tied else set()
         for package in sorted(packages):
             scan.pins.append(Pin(package, f"{package}=={value.lstrip('v')}", path, number,
-                                 f"dockerfile ARG {name}", kind="literal",
+                                 f"dockerfile ARG {name}", kind=PinKind.LITERAL,
                                  literal=value.lstrip("v")))
 
 
@@ -576,7 +576,7 @@ def _shell(path: str, text: str, scan: _Scan) -> None:
         value = m.group("value").lstrip("v")
         for package in sorted(packages):
             scan.pins.append(Pin(package, f"{package}=={value}", path, number,
-                                 f"shell {name}", kind="literal", literal=value))
+                                 f"shell {name}", kind=PinKind.LITERAL, literal=value))
 
 
 def _json(path: str, text: str, scan: _Scan, arg_names: set[str]) -> None:
@@ -603,7 +603,7 @@ def _json_key(path: str, lines: list[str], i: int, m: re.Match[str], scan: _Scan
         return
     for package in sorted(packages):
         scan.pins.append(Pin(package, f"{package}=={value.lstrip('v')}", path,
-                             value_line + 1, f"json {key}", kind="literal",
+                             value_line + 1, f"json {key}", kind=PinKind.LITERAL,
                              literal=value.lstrip("v")))
 
 
@@ -662,29 +662,29 @@ def _setup_cfg(path: str, text: str, names: set[str]) -> list[Pin]:
 def includes_of(files: Mapping[str, str], names: set[str]) -> set[str]:
     """Files named by -r/-c in the requirements files, relative to the root."""
     out = set()
-    for rel in pin_files(files, ("requirements",)):
+    for rel in pin_files(files, (FileKind.REQUIREMENTS,)):
         for _, inc in read_requirements(files[rel], rel, names).includes:
             out.add(os.path.normpath(str(Path(rel).parent / inc)).replace(os.sep, "/"))
     return {p for p in out if not p.startswith("..") and not os.path.isabs(p)}
 
 
-def _read_pins(rel: str, kind: str | None, text: str, state: _Scan,
+def _read_pins(rel: str, kind: FileKind | None, text: str, state: _Scan,
                parsed: Mapping[str, PyProject]) -> None:
     """The first pass over one chosen file: its requirement pins (and its parsed form, for
     the index declarations) and, for a Dockerfile, its ARGs."""
-    if kind == "pyproject":
+    if kind == FileKind.PYPROJECT:
         toml = pyproject_pins(parsed[rel], state.names)
         state.tomls.append(toml)
         state.pins.extend(toml.pins)
-    elif kind == "requirements":
+    elif kind == FileKind.REQUIREMENTS:
         req = read_requirements(text, rel, state.names)
         state.requirement_files[rel] = req
         state.pins.extend(req.pins)
-    elif kind == "setup-py":
+    elif kind == FileKind.SETUP_PY:
         state.pins.extend(_setup_py(rel, text, state.names))
-    elif kind == "setup-cfg":
+    elif kind == FileKind.SETUP_CFG:
         state.pins.extend(_setup_cfg(rel, text, state.names))
-    elif kind == "dockerfile":
+    elif kind == FileKind.DOCKERFILE:
         _dockerfile(rel, text, state)
 
 
@@ -720,7 +720,7 @@ def _not_read(includes: Iterable[str], files: Mapping[str, str],
     return tuple(sorted({*skipped, *unread, *missing}))
 
 
-_PIN_KINDS = ("pyproject", "requirements", "setup-py", "setup-cfg", "dockerfile", "shell", "json")
+_PIN_KINDS = tuple(FileKind)
 
 
 def find_pins(root: Path, files: Mapping[str, str], names: set[str],
@@ -738,16 +738,16 @@ def find_pins(root: Path, files: Mapping[str, str], names: set[str],
     state = _Scan(names=names, lead=lead)
     includes = includes_of(files, names) | set(also)  # `files` globs: requirements format
     chosen = pin_files(files, _PIN_KINDS) + sorted(
-        p for p in includes if p in files and file_kind(p) != "requirements")
+        p for p in includes if p in files and file_kind(p) != FileKind.REQUIREMENTS)
     for rel in chosen:
-        kind = "requirements" if rel in includes else file_kind(rel)
+        kind = FileKind.REQUIREMENTS if rel in includes else file_kind(rel)
         _read_pins(rel, kind, files[rel], state, parsed)
     for rel in chosen:
-        if file_kind(rel) == "shell":
+        if file_kind(rel) == FileKind.SHELL:
             _shell(rel, files[rel], state)
     arg_names = set(state.args)
     for rel in chosen:
-        if file_kind(rel) == "json":
+        if file_kind(rel) == FileKind.JSON:
             _json(rel, files[rel], state, arg_names)
     _requirement_indexes(state)
     _toml_indexes(state)

@@ -13,8 +13,8 @@ from difflib import SequenceMatcher
 from itertools import pairwise
 from typing import Protocol
 
-from bot.core.api import ApiIndex, Signature
-from bot.core.models import Severity
+from bot.core.api import ApiIndex, ParamKind, Signature
+from bot.core.models import Severity, SiteKind, Via
 
 SEVERITY_ORDER = {s: i for i, s in enumerate(Severity)}  # breaking first, notice last
 
@@ -30,8 +30,13 @@ class CallSite:
     star_args: bool
     star_kwargs: bool
     text: str  # the call's first line, stripped
-    kind: str = "call"  # call | reference (a name reached without a call we can read)
-    via: str = ""  # how a reference reaches it: string | getattr | hasattr
+    kind: SiteKind = SiteKind.CALL
+    via: Via = Via.DIRECT  # how a reference reaches it
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, SiteKind):  # read back from the scan cache's JSON
+            object.__setattr__(self, "kind", SiteKind(self.kind))
+            object.__setattr__(self, "via", Via(self.via))
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,7 @@ class ReviewSource(Protocol):
 # in worker processes around it.
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _IMPORTERS = {"importlib.import_module", "import_module", "__import__"}
+_PROBES = {"getattr": Via.GETATTR, "hasattr": Via.HASATTR}  # getattr(mod, "name")
 
 
 def _dotted_string(value: object, roots: set[str]) -> str | None:
@@ -313,8 +319,8 @@ class _Sites:
         self.sites: dict[tuple[int, int, str, str], CallSite] = {}
         self.called: set[tuple[int, str]] = set()  # (line, path) of every resolved call
 
-    def add(self, node: ast.expr, path: str, kind: str, via: str, call: ast.Call | None = None
-            ) -> None:
+    def add(self, node: ast.expr, path: str, kind: SiteKind, via: Via,
+            call: ast.Call | None = None) -> None:
         if path.split(".")[0] not in self.roots:
             return
         line = node.lineno
@@ -331,20 +337,21 @@ class _Sites:
             text=text_line, kind=kind, via=via)
         self.sites.setdefault((site.line, site.column, site.kind, site.path), site)
 
-    def reference(self, node: ast.expr, path: str, via: str) -> None:
+    def reference(self, node: ast.expr, path: str, via: Via) -> None:
         """A reference, unless a call of the same path on the same line was found."""
         if (node.lineno, path) not in self.called:
-            self.add(node, path, "reference", via)
+            self.add(node, path, SiteKind.REFERENCE, via)
 
     def sorted(self) -> list[CallSite]:
-        return sorted(self.sites.values(), key=lambda s: (s.line, s.column, s.kind != "call"))
+        return sorted(self.sites.values(),
+                      key=lambda s: (s.line, s.column, s.kind != SiteKind.CALL))
 
 
 def _calls(out: _Sites, nodes: _Nodes, resolver: _Resolver) -> None:
     for node, scope in nodes.calls:
         path = resolver.resolve(node.func, scope)
         if path is not None:
-            out.add(node, path, "call", "", node)
+            out.add(node, path, SiteKind.CALL, Via.DIRECT, node)
             out.called.add((node.lineno, path))
 
 
@@ -352,11 +359,11 @@ def _attribute_probes(out: _Sites, nodes: _Nodes, resolver: _Resolver) -> None:
     """``getattr(mod, "name")`` and ``hasattr(mod, "name")``."""
     for node, scope in nodes.calls:
         func = _syntax_name(node.func)
-        if func not in ("getattr", "hasattr") or len(node.args) < 2:
+        if func not in _PROBES or len(node.args) < 2:
             continue
         base, name = resolver.resolve(node.args[0], scope), _string_arg(node, 1)
         if base and name and _IDENT.match(name):
-            out.reference(node, f"{base}.{name}", func)
+            out.reference(node, f"{base}.{name}", _PROBES[func])
 
 
 def _string_pairs(out: _Sites, tree: ast.AST) -> set[int]:
@@ -371,7 +378,7 @@ def _string_pairs(out: _Sites, tree: ast.AST) -> set[int]:
             attr: object = second.value if isinstance(second, ast.Constant) else None
             if module and isinstance(attr, str) and _IDENT.match(attr):
                 paired.add(id(first))
-                out.reference(first, f"{module}.{attr}", "string")
+                out.reference(first, f"{module}.{attr}", Via.STRING)
     return paired
 
 
@@ -380,7 +387,7 @@ def _dotted_strings(out: _Sites, nodes: _Nodes, paired: set[int]) -> None:
     for node in nodes.strings:
         module = _dotted_string(node.value, out.roots)
         if module and id(node) not in paired and "." in module:
-            out.add(node, module, "reference", "string")
+            out.add(node, module, SiteKind.REFERENCE, Via.STRING)
 
 
 def scan_source(file: str, text: str, roots: set[str]) -> list[CallSite]:
@@ -479,7 +486,7 @@ def _positional_name(sig: Signature, index: int) -> str | None:
     pos = sig.positionals
     if index < len(pos):
         return pos[index].name
-    star = next((p for p in sig.params if p.kind == "variadic positional"), None)
+    star = next((p for p in sig.params if p.kind == ParamKind.VAR_POSITIONAL), None)
     return f"*{star.name}" if star else None
 
 
@@ -499,10 +506,10 @@ def _binding_problems(site: CallSite, old: Signature, new: Signature
             problems.append(f"positional argument {i + 1} bound to `{before}` and now binds to "
                             f"`{after}`" if after else
                             f"positional argument {i + 1} (`{before}`) no longer fits")
-    accepts_any = new.has("variadic keyword")
+    accepts_any = new.has(ParamKind.VAR_KEYWORD)
     for kw in site.keywords:
         param = new.param(kw)
-        if (param is None or param.kind == "positional-only") and not accepts_any:
+        if (param is None or param.kind == ParamKind.POSITIONAL_ONLY) and not accepts_any:
             problems.append(f"keyword `{kw}` no longer exists")
     bound = {_positional_name(new, i) for i in range(site.positional)} | set(site.keywords)
     for p in new.params:
@@ -522,8 +529,8 @@ def _safe_fix(site: CallSite, old: Signature, new: Signature, first: int
             return ()
         name = old.positionals[i].name
         target = new.param(name)
-        if target is None or target.kind in ("positional-only", "variadic positional",
-                                             "variadic keyword") or name in used:
+        if target is None or target.kind in (ParamKind.POSITIONAL_ONLY, ParamKind.VAR_POSITIONAL,
+                                             ParamKind.VAR_KEYWORD) or name in used:
             return ()
         used.add(name)
         rewrites.append((i, name))
@@ -569,8 +576,8 @@ def find_rename(path: str, old: ApiIndex, new: ApiIndex) -> str | None:
     return public if new.canonical(public) == found else found
 
 
-_VIA = {"string": "the string reference", "getattr": "`getattr`",
-        "hasattr": "`hasattr` now answers False and the code silently takes its fallback: "
+_VIA = {Via.STRING: "the string reference", Via.GETATTR: "`getattr`",
+        Via.HASATTR: "`hasattr` now answers False and the code silently takes its fallback: "
                    "the check"}
 
 
@@ -585,7 +592,7 @@ def _missing(site: CallSite, old: ApiIndex, new: ApiIndex) -> Finding:
         change = f"`{site.path}` was renamed to `{renamed}`"
     else:
         change = f"`{site.path}` was removed"
-    if site.kind == "call":
+    if site.kind == SiteKind.CALL:
         detail = (f"the call `{site.text}` fails with AttributeError or ImportError under "
                   "the new version")
     else:
@@ -624,7 +631,7 @@ def classify(site: CallSite, old: ApiIndex, new: ApiIndex) -> Finding | None:
         return _missing(site, old, new)
     old_sig = old.lookup(site.path)
     new_sig = new.lookup(site.path)
-    if site.kind != "call" or old_sig is None or new_sig is None:
+    if site.kind != SiteKind.CALL or old_sig is None or new_sig is None:
         return None
     base = {"file": site.file, "line": site.line, "column": site.column, "function": site.path,
             "old_signature": old_sig.render(), "new_signature": new_sig.render()}
@@ -697,7 +704,7 @@ def analyse(files: Mapping[str, str], roots: set[str], old: ApiIndex, new: ApiIn
         found = sites[path] if sites is not None and path in sites else \
             scan_source(path, files[path], roots)
         report.files_scanned += 1
-        report.calls_scanned += sum(1 for s in found if s.kind == "call")
+        report.calls_scanned += sum(1 for s in found if s.kind == SiteKind.CALL)
         everything += found
         for site in found:
             finding = classify(site, old, new)

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from bot.core.config import Group
 from bot.core.discovery import file_kind, find_pins, parse_pyproject, parse_requirements
-from bot.core.models import EditKind, Pin, Plan
+from bot.core.models import EditKind, FileKind, Pin, Plan
 from bot.core.specs import split_requirement, with_specifier
 from bot.errors import ApplyError, DockerfileConflict, InputError
 
@@ -204,7 +204,7 @@ def validate_requirements(edit: FileEdit, names: set[str],
     kind = file_kind(edit.path)
     if edit.path.endswith(".toml"):
         pins = parse_pyproject(edit.new, edit.path, names).pins
-    elif kind in ("setup-py", "setup-cfg"):
+    elif kind in (FileKind.SETUP_PY, FileKind.SETUP_CFG):
         from pathlib import Path
 
         pins = find_pins(Path("."), {edit.path: edit.new}, names).pins

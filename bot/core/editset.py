@@ -25,7 +25,7 @@ from bot.core.edits import (
     validate_dockerfile,
     validate_requirements,
 )
-from bot.core.models import Pin, Plan
+from bot.core.models import Pin, PinKind, Plan
 from bot.errors import ApplyError
 
 DOC_SUFFIXES = (".py", ".md", ".rst", ".txt")
@@ -81,7 +81,7 @@ def _pins_by_file(plan: Plan) -> tuple[_PinEdits, _PinEdits]:
     literals: _PinEdits = {}
     for change in plan.changes:
         for pin in change.pins:
-            if pin.kind == "literal":
+            if pin.kind == PinKind.LITERAL:
                 new = change.specifier_after.lstrip("=")
                 literals.setdefault(pin.file, []).append((pin, new))
             else:

@@ -24,6 +24,43 @@ class Channel(Vocabulary):
     NIGHTLY = "nightly"  # pre-releases from .../whl/nightly, tried the day they land
 
 
+class PinKind(Vocabulary):
+    """How a pin is written, hence which editor moves it."""
+
+    REQUIREMENT = "requirement"  # a requirement string (pyproject, requirements, setup.py/cfg)
+    # a bare version on its line: a Dockerfile ARG default, a CI shell variable, a JSON value
+    # under a Docker ARG's name, a `git clone --branch v<version>`, a VCS ref
+    LITERAL = "literal"
+
+
+class FileKind(Vocabulary):
+    """How discovery reads a file (``discovery.file_kind``)."""
+
+    PYPROJECT = "pyproject"
+    REQUIREMENTS = "requirements"
+    SETUP_PY = "setup-py"
+    SETUP_CFG = "setup-cfg"
+    DOCKERFILE = "dockerfile"
+    SHELL = "shell"
+    JSON = "json"
+
+
+class SiteKind(Vocabulary):
+    """What drift found at a place in the target's code."""
+
+    CALL = "call"  # a call whose arguments can be read
+    REFERENCE = "reference"  # a name reached without a call we can read
+
+
+class Via(Vocabulary):
+    """How a reference reaches the lead's API."""
+
+    DIRECT = ""  # not a reference: a call
+    STRING = "string"  # a string naming it ("flashinfer.gemm", a lazy-import pair)
+    GETATTR = "getattr"
+    HASATTR = "hasattr"
+
+
 class Severity(Vocabulary):
     """How a drift finding bears on a call site, most serious first (the report's order)."""
 
@@ -54,10 +91,7 @@ class Pin:
     file: str  # path relative to the target root, with forward slashes
     line: int  # 1-based
     section: str  # "project.dependencies", "dependency-groups.test", "requirements", ...
-    # "requirement": a requirement string on that line (pyproject, requirements, setup.py/cfg);
-    # "literal": a bare version on that line (a Dockerfile ARG default, a CI shell variable, a
-    # JSON value under a Docker ARG's name, a `git clone --branch v<version>`, a VCS ref).
-    kind: str = "requirement"
+    kind: PinKind = PinKind.REQUIREMENT
     literal: str = ""  # for "literal" pins: the version exactly as written
     frozen: str = ""  # why apply must not edit it (hash-pinned, ===): listed as unchanged
 
@@ -168,6 +202,38 @@ class Plan:
 
 
 # -- GitHub, as data -------------------------------------------------------------------------
+class PrState(Vocabulary):
+    """A pull request's state on GitHub (merged is a closed PR with ``merged``)."""
+
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class StatusState(Vocabulary):
+    """A commit status pinbump sets (GitHub's states; read back as a ``CheckState``)."""
+
+    PENDING = "pending"
+    SUCCESS = "success"
+    FAILURE = "failure"
+    ERROR = "error"  # could not be computed (read back as a failure)
+
+
+class MergeMethod(Vocabulary):
+    """How the gate merges a green bot PR (``merge-method``)."""
+
+    MERGE = "merge"
+    SQUASH = "squash"
+    REBASE = "rebase"
+
+
+class RebaseWhen(Vocabulary):
+    """When ``run`` rebases an unchanged bot branch whose base moved (``rebase-when``)."""
+
+    CONFLICTED = "conflicted"  # only when GitHub reports a conflict
+    BEHIND = "behind"  # whenever the base moved
+    NEVER = "never"  # only on request (/pinbump rebase)
+
+
 class CheckState(Vocabulary):
     """A check run or commit status of one SHA, in one vocabulary."""
 
@@ -183,7 +249,7 @@ class PullInfo:
     head_sha: str
     title: str
     body: str
-    state: str  # open | closed
+    state: PrState
     merged: bool
     labels: tuple[str, ...]
     url: str

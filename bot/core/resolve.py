@@ -18,7 +18,16 @@ from bot.core.config import Group, Policy
 from bot.core.discovery import Target
 from bot.core.environment import Environment
 from bot.core.indexmodel import IndexModel, IndexRef
-from bot.core.models import Change, Channel, DistFile, IndexProblem, Pin, Plan, Rejection
+from bot.core.models import (
+    Change,
+    Channel,
+    DistFile,
+    IndexProblem,
+    Pin,
+    PinKind,
+    Plan,
+    Rejection,
+)
 from bot.core.specs import clause_version, other_clauses, replace_clause, split_requirement
 from bot.errors import (
     Conflict,
@@ -438,7 +447,7 @@ def _plain_problem(ctx: Context, package: str, version: Version, refs: Sequence[
     try:
         releases = _releases(ctx, package, refs)
     except UnknownPackage:
-        if any(p.kind == "requirement" for p in ctx.target.pins_of(package)):
+        if any(p.kind == PinKind.REQUIREMENT for p in ctx.target.pins_of(package)):
             raise  # the target pins a package no index knows: a wrong name or index
         return f"!{package}: not found on {where} (HTTP 404); set its index in " \
                "[tool.pinbump.index] to check it"

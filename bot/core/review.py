@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from bot.core.api import ApiIndex
 from bot.core.drift import CallSite, Finding
-from bot.core.models import Severity
+from bot.core.models import Severity, SiteKind
 from bot.errors import InputError
 
 ONE_LINE = 240  # a review finding's "what to check" stays one readable line
@@ -44,7 +44,7 @@ def calls_of(function: str, sites: Sequence[CallSite], old: ApiIndex, new: ApiIn
     wanted = {api.canonical(function) for api in (old, new)} - {None}
     out = []
     for site in sites:
-        if site.kind != "call" or _short(site.path) != _short(function):
+        if site.kind != SiteKind.CALL or _short(site.path) != _short(function):
             continue
         found = {api.canonical(site.path) for api in (old, new)} - {None}
         if not wanted or not found or wanted & found:
