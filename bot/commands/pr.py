@@ -59,7 +59,7 @@ from bot.core.decisions import (
     undispatched,
 )
 from bot.core.drift import DriftReport, ReviewSource
-from bot.core.models import CheckState, Plan, PrState, PullInfo, StatusState
+from bot.core.models import Channel, CheckState, Plan, PrState, PullInfo, StatusState
 from bot.core.prbody import (
     DASHBOARD_TITLE,
     GateInfo,
@@ -158,7 +158,7 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
             remote: str = "origin", out: IO[str], gate_report: ReviewSource | None = None,
             recreate: bool = False, rebase: bool = False) -> RunResult:
     """The door of ``pinbump run``: services built once, the base checked out once."""
-    if plan_opts.channel == "nightly" and not dry_run \
+    if plan_opts.channel == Channel.NIGHTLY and not dry_run \
             and not load_workspace(plan_opts.repo, plan_opts.overrides).policy.nightly_prs:
         # Nightly plans are early warnings for GPU runs: reported, never a PR unless asked.
         print("pinbump: --channel nightly: report only, no branch and no PR (set nightly-prs "
