@@ -682,7 +682,12 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     from bot.adapters.writer import write_file
     from bot.commands.bisect import BisectOptions, run_bisect
     from bot.commands.gpu_gate import default_tests_dir
-    from bot.core.bisect import bisect_markdown, failing_test_ids, read_gate_result
+    from bot.core.bisect import (
+        BisectVerdict,
+        bisect_markdown,
+        failing_test_ids,
+        read_gate_result,
+    )
     from bot.render.jsonout import to_json
 
     if args.comment_pr is not None and not args.github_repo:
@@ -721,10 +726,10 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         sys.stdout.write(document)
     else:
         print(result.message)
-        if result.verdict == "found":
+        if result.verdict == BisectVerdict.FOUND:
             print(f"[known-bad.{result.package}]\n\"{result.first_bad}\" = "
                   f"{json.dumps(result.reason())}")
-    return 0 if result.verdict == "found" else 1
+    return 0 if result.verdict == BisectVerdict.FOUND else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

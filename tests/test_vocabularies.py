@@ -1,5 +1,7 @@
-"""The closed vocabularies of the --json outputs are enums whose values are exactly what the
-published JSON Schemas allow: one cannot change without the other."""
+"""pinbump's closed vocabularies are enums (``Vocabulary``: each member is its string): those
+of the --json outputs hold exactly the words their published JSON Schemas allow, so one cannot
+change without the other; every enum member serialises as its word; words read back (config,
+the scan cache) become members."""
 
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ import jsonschema
 import pytest
 
 from bot.cli import main
+from bot.commands.chatops import CommandState
 from bot.core.api import ParamKind
+from bot.core.bisect import BisectVerdict, Outcome
 from bot.core.config import Policy, parse_config
-from bot.core.decisions import RunAction
+from bot.core.decisions import GateState, RunAction
 from bot.core.discovery import file_kind
 from bot.core.drift import CallSite, scan_source
 from bot.core.models import (
@@ -22,9 +26,11 @@ from bot.core.models import (
     EditKind,
     FileKind,
     MergeMethod,
+    PerfVerdict,
     RebaseWhen,
     Severity,
     SiteKind,
+    StatusState,
     Via,
     Vocabulary,
 )
@@ -38,7 +44,22 @@ PUBLISHED: list[tuple[str, tuple[str, ...], type[Vocabulary]]] = [
     ("apply", ("properties", "edits", "items", "properties", "kind"), EditKind),
     ("plan", ("properties", "channel"), Channel),
     ("run", ("properties", "action"), RunAction),
+    ("gate", ("properties", "state"), GateState),
+    ("status", ("properties", "state"), StatusState),
+    ("command", ("items", "properties", "state"), CommandState),
+    ("bisect", ("properties", "verdict"), BisectVerdict),
+    ("bisect", ("properties", "steps", "items", "properties", "outcome"), Outcome),
+    ("gpu-gate", ("properties", "perf", "items", "properties", "verdict"), PerfVerdict),
 ]
+# Where an output carries only some words of a vocabulary: a GPU job's status is its result.
+SOME_OF: list[tuple[str, tuple[str, ...], tuple[Vocabulary, ...]]] = [
+    ("report-gpu", ("properties", "statuses", "items", "properties", "state"),
+     (StatusState.SUCCESS, StatusState.FAILURE)),
+]
+# Enums over object keys, not values: which side of the A/B comparison a table is about
+# ("baseline", "candidate"); those names are also the gate's option and field names.
+KEYS = {("gpu-gate", ("properties", "tests", "propertyNames")),
+        ("gpu-gate", ("properties", "artifacts", "propertyNames"))}
 
 
 def _at(doc: dict[str, Any], path: tuple[str, ...]) -> Any:
@@ -57,6 +78,21 @@ def test_enum_values_are_exactly_the_schema_enum(name: str, path: tuple[str, ...
     assert sorted(values) == sorted(allowed)
 
 
+@pytest.mark.parametrize(("name", "path", "members"), SOME_OF, ids=[n for n, _, _ in SOME_OF])
+def test_partial_vocabularies_are_exactly_the_schema_enum(
+        name: str, path: tuple[str, ...], members: tuple[Vocabulary, ...]) -> None:
+    assert sorted(m.value for m in members) == sorted(_at(schema(name), path)["enum"])
+
+
+def test_a_gpu_job_status_is_one_of_those() -> None:
+    from bot.core.gpu_result import read_result
+
+    raws = [None, b"x" * (2 << 20), b"\xff", b"[]", b'{"passed": "yes"}', b'{"passed": true}',
+            b'{"passed": false}']
+    states = {read_result("sm90", raw).state for raw in raws}
+    assert states == set(SOME_OF[0][2])
+
+
 def _enums_in(doc: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     if isinstance(doc, dict):
         here = [path] if "enum" in doc else []
@@ -71,7 +107,7 @@ def test_every_schema_enum_has_its_vocabulary() -> None:
     from bot.render.jsonout import SCHEMAS
 
     found = {(name, path) for name in SCHEMAS for path in _enums_in(schema(name))}
-    assert found == {(name, path) for name, path, _ in PUBLISHED}
+    assert found == {(name, path) for name, path, _ in [*PUBLISHED, *SOME_OF]} | KEYS
 
 
 @pytest.mark.parametrize("vocabulary", [v for _, _, v in PUBLISHED])
@@ -112,8 +148,9 @@ def test_apply_json_literal_edits_are_published(pypi: PypiServer, tmp_path: Path
 
 
 def _every_vocabulary() -> list[type[Vocabulary]]:
-    """Every Vocabulary of the modules that hold them (models, api, decisions)."""
-    homes = {"bot.core.models", "bot.core.api", "bot.core.decisions"}
+    """Every Vocabulary of the modules that hold them."""
+    homes = {"bot.core.models", "bot.core.api", "bot.core.decisions", "bot.core.bisect",
+             "bot.commands.chatops"}
     found: list[type[Vocabulary]] = []
     todo = list(Vocabulary.__subclasses__())
     while todo:

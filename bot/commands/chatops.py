@@ -42,17 +42,26 @@ from bot.core.chatops import (
     untick,
     version_of,
 )
-from bot.core.models import PrState, PullInfo
+from bot.core.models import PrState, PullInfo, Vocabulary
 from bot.core.prbody import DASHBOARD_TITLE, explain_markdown
 
 REPLY = "<!-- pinbump:reply -->"
+
+
+class CommandState(Vocabulary):
+    """What became of a comment (``state`` of ``pinbump command --json``)."""
+
+    DONE = "done"
+    REFUSED = "refused"  # from someone who may not command the bot
+    NOT_A_COMMAND = "not-a-command"
+    UNKNOWN = "unknown"  # /pinbump with a verb it does not know
 
 
 @dataclass
 class CommandResult:
     verb: str
     number: int
-    state: str  # done | refused | not-a-command | unknown
+    state: CommandState
     reply: str = ""
 
     def as_dict(self) -> dict[str, object]:
@@ -76,15 +85,15 @@ def run_comment(ctx: Context, comment_id: int) -> CommandResult:
     number, login, body = github.comment_at(comment_id)
     command = parse_command(body) if REPLY not in body else None
     if command is None:
-        return CommandResult("", number, "not-a-command")
+        return CommandResult("", number, CommandState.NOT_A_COMMAND)
     if not may_command(github.permission(login)):
         if not refused_before(login, github.comments(number)):
             github.comment(number, refusal(login))
         _say(ctx, f"refused /pinbump {command.verb} from {login!r}: no write access")
-        return CommandResult(command.verb, number, "refused")
+        return CommandResult(command.verb, number, CommandState.REFUSED)
     reply = _execute(ctx, token, command, number)
     github.comment(number, f"{REPLY}\n{reply}")
-    state = "unknown" if command.verb == "unknown" else "done"
+    state = CommandState.UNKNOWN if command.verb == "unknown" else CommandState.DONE
     return CommandResult(command.verb, number, state, reply)
 
 
@@ -100,7 +109,7 @@ def run_dashboard(ctx: Context, sender: str) -> list[CommandResult]:
     if not may_command(github.permission(sender)):
         if not refused_before(sender, github.comments(found.number)):
             github.comment(found.number, refusal(sender))
-        return [CommandResult(c.verb, found.number, "refused") for c in commands]
+        return [CommandResult(c.verb, found.number, CommandState.REFUSED) for c in commands]
     results = []
     for command in commands:
         if command.verb in ("explain", "ignore", "unignore"):  # no bot PR needed
@@ -110,7 +119,7 @@ def run_dashboard(ctx: Context, sender: str) -> list[CommandResult]:
         else:
             reply = f"`/pinbump {command.verb}`: there is no open bot PR to act on"
         github.comment(found.number, f"{REPLY}\n{reply}")
-        results.append(CommandResult(command.verb, found.number, "done", reply))
+        results.append(CommandResult(command.verb, found.number, CommandState.DONE, reply))
     return results
 
 

@@ -27,6 +27,7 @@ from bot.adapters.shipped import shipped_dir
 from bot.adapters.writer import write_file
 from bot.core.artifacts import InstallSpec, account
 from bot.core.gate_report import GateReport, diff_observations, gate_markdown, parse_junit
+from bot.core.models import PerfVerdict
 from bot.core.perfstats import Comparison, compare, invalid, physically_possible
 from bot.errors import GateRunError, InputError
 from bot.render.jsonout import to_json
@@ -245,13 +246,21 @@ def fused_comparisons(data: object) -> list[Comparison]:
                     candidate_median=float(row["candidate_median"]),
                     ratio=float(row["ratio"]), ci_low=float(ci[0]), ci_high=float(ci[1]),
                     threshold=float(row["threshold"]),
-                    samples=(int(samples[0]), int(samples[1])), verdict=str(row["verdict"]),
+                    samples=(int(samples[0]), int(samples[1])), verdict=_verdict(row["verdict"]),
                     note=str(row.get("note", ""))))
             except (KeyError, TypeError, ValueError, IndexError, AttributeError):
                 raise GateRunError(f"fused timing: a malformed row under {key!r}") from None
-            if out[-1].verdict not in ("regression", "improvement", "no change", "invalid"):
-                raise GateRunError(f"fused timing: unknown verdict {out[-1].verdict!r}")
     return out
+
+
+_VERDICTS = {v.value: v for v in PerfVerdict}
+
+
+def _verdict(value: object) -> PerfVerdict:
+    verdict = _VERDICTS.get(str(value))
+    if verdict is None:
+        raise GateRunError(f"fused timing: unknown verdict {str(value)!r}")
+    return verdict
 
 
 def run_fused(sites: dict[str, Path], world: int, opts: GateOptions, report: GateReport,

@@ -23,16 +23,35 @@ from typing import Any
 
 from packaging.version import Version
 
+from bot.core.models import Vocabulary
 from bot.errors import InputError
 from bot.render.markdown import code_span, escape_text
 
-PASS, FAIL, ERROR = "pass", "fail", "error"
+
+class Outcome(Vocabulary):
+    """What one gate run of one version says about the named tests."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"  # no answer: the run broke (install, collection, crash)
+
+
+PASS, FAIL, ERROR = Outcome.PASS, Outcome.FAIL, Outcome.ERROR
+
+
+class BisectVerdict(Vocabulary):
+    """What a bisection concluded (``verdict`` of bisect.json)."""
+
+    FOUND = "found"  # first bad and last good neighbours, the last good confirmed
+    GOOD_END_FAILS = "good end fails"
+    BAD_END_PASSES = "bad end passes"
+    NO_ANSWER = "no answer"  # a version gave no answer in its runs
 _TEST_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./]*(?:::[A-Za-z0-9_\[\]\-.,=+ ]+)+$")
 
 
 @dataclass(frozen=True)
 class StepResult:
-    outcome: str  # PASS | FAIL | ERROR
+    outcome: Outcome
     failing: tuple[str, ...] = ()  # of the named tests
     detail: str = ""  # a line of evidence: the failure text's head, the error
 
@@ -58,7 +77,7 @@ class BisectResult:
     first_bad: str | None = None
     last_good: str | None = None
     steps: list[Step] = field(default_factory=list)
-    verdict: str = ""  # "found" | "good end fails" | "bad end passes" | "no answer"
+    verdict: BisectVerdict | None = None  # None until bisect decides
     message: str = ""
 
     @property
@@ -133,13 +152,13 @@ class _Probe:
     result: BisectResult
     retries: int
 
-    def __call__(self, i: int) -> str | None:
+    def __call__(self, i: int) -> Outcome | None:
         for attempt in range(1, self.retries + 2):
             r = self.run(self.texts[i])
             self.result.steps.append(Step(self.texts[i], attempt, r))
             if r.outcome in (PASS, FAIL):
                 return r.outcome
-        self.result.verdict = "no answer"
+        self.result.verdict = BisectVerdict.NO_ANSWER
         self.result.message = (f"{self.result.package} {self.texts[i]}: the gate gave no "
                                f"answer in {self.retries + 1} runs "
                                f"({self.result.steps[-1].result.detail or 'error'})")
@@ -153,7 +172,7 @@ def _ends_hold(probe: _Probe) -> bool:
     if bad_end is None:
         return False
     if bad_end == PASS:
-        result.verdict = "bad end passes"
+        result.verdict = BisectVerdict.BAD_END_PASSES
         result.message = (f"{package} {texts[-1]} passes the named tests here: nothing to "
                           "bisect (a flaky failure, or one this runner does not reproduce)")
         return False
@@ -161,7 +180,7 @@ def _ends_hold(probe: _Probe) -> bool:
     if good_end is None:
         return False
     if good_end == FAIL:
-        result.verdict = "good end fails"
+        result.verdict = BisectVerdict.GOOD_END_FAILS
         result.first_bad = texts[0]
         result.message = (f"{package} {texts[0]} (the good end) fails too: the failure is "
                           "older than the range, or comes from the runner")
@@ -224,7 +243,7 @@ def bisect(versions: Sequence[Version], run: Callable[[str], StepResult], *, pac
     if found is None:
         return result
     lo, hi = found
-    result.verdict = "found"
+    result.verdict = BisectVerdict.FOUND
     result.first_bad, result.last_good = texts[hi], texts[lo]
     result.message = (f"first bad version of {package}: {texts[hi]} (last good: {texts[lo]}; "
                       f"{len(result.steps)} gate runs)")
@@ -241,7 +260,7 @@ def bisect_markdown(result: BisectResult) -> str:
     for s in result.steps:
         lines.append(f"| {escape_text(s.version)} | {s.attempt} | {s.result.outcome} | "
                      f"{', '.join(code_span(t, in_table=True) for t in s.result.failing[:3])} |")
-    if result.verdict == "found" and result.first_bad:
+    if result.verdict == BisectVerdict.FOUND and result.first_bad:
         entry = (f'[known-bad.{result.package}]\n"{result.first_bad}" = '
                  f"{json.dumps(result.reason())}")
         lines += ["", "Add to `pinbump.toml`:", "", "```toml", entry, "```"]

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.core.models import PerfVerdict
 from bot.core.perfstats import Comparison
 from bot.render.markdown import code_block, code_span, escape_html, escape_text
 
@@ -108,7 +109,7 @@ class GateReport:
 
     @property
     def regressions(self) -> list[Comparison]:
-        return [c for c in self.perf if c.verdict == "regression"]
+        return [c for c in self.perf if c.verdict == PerfVerdict.REGRESSION]
 
     @property
     def too_few_tests(self) -> str:
@@ -204,7 +205,7 @@ def gate_markdown(report: GateReport, limit: int = 40, text_budget: int = 40_000
         lines += ["", "| kernel | baseline median | candidate median | ratio | 95% CI | verdict |",
                   "| --- | --- | --- | --- | --- | --- |"]
         for c in report.perf:
-            ci = "—" if c.verdict == "invalid" else f"{c.ci_low:.3f}–{c.ci_high:.3f}"
+            ci = "—" if c.verdict == PerfVerdict.INVALID else f"{c.ci_low:.3f}–{c.ci_high:.3f}"
             lines.append(f"| {escape_text(c.name)} | {c.baseline_median * 1e6:.1f} µs | "
                          f"{c.candidate_median * 1e6:.1f} µs | {c.ratio:.3f} | {ci} | "
                          f"{c.verdict}{': ' + _fmt(c.note) if c.note else ''} |")

@@ -201,6 +201,15 @@ class Plan:
     channel: Channel = Channel.STABLE
 
 
+class PerfVerdict(Vocabulary):
+    """What the GPU gate's timing comparison of one kernel says."""
+
+    REGRESSION = "regression"  # the ratio's 95% interval lies above 1 + threshold
+    IMPROVEMENT = "improvement"  # ... below 1 - threshold
+    NO_CHANGE = "no change"
+    INVALID = "invalid"  # the timings cannot be trusted (physically impossible, too few)
+
+
 # -- GitHub, as data -------------------------------------------------------------------------
 class PrState(Vocabulary):
     """A pull request's state on GitHub (merged is a closed PR with ``merged``)."""

@@ -12,6 +12,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bot.core.models import PerfVerdict
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -23,13 +25,14 @@ class Comparison:
     ci_high: float
     threshold: float  # e.g. 0.05 for "5% slower"
     samples: tuple[int, int]
-    verdict: str  # "regression" | "improvement" | "no change" | "invalid"
+    verdict: PerfVerdict
     note: str = ""
 
     def as_dict(self) -> dict[str, object]:
+        ci95 = None if self.verdict == PerfVerdict.INVALID else [self.ci_low, self.ci_high]
         return {"name": self.name, "baseline_median": self.baseline_median,
                 "candidate_median": self.candidate_median, "ratio": self.ratio,
-                "ci95": None if self.verdict == "invalid" else [self.ci_low, self.ci_high],
+                "ci95": ci95,
                 "threshold": self.threshold,
                 "samples": list(self.samples), "verdict": self.verdict, "note": self.note}
 
@@ -62,11 +65,11 @@ def compare(name: str, baseline: Sequence[float], candidate: Sequence[float], *,
     mb, mc = statistics.median(baseline), statistics.median(candidate)
     lo, hi = bootstrap_ratio_ci(baseline, candidate, seed=seed)
     if lo > 1 + threshold:
-        verdict = "regression"
+        verdict = PerfVerdict.REGRESSION
     elif hi < 1 - threshold:
-        verdict = "improvement"
+        verdict = PerfVerdict.IMPROVEMENT
     else:
-        verdict = "no change"
+        verdict = PerfVerdict.NO_CHANGE
     return Comparison(name, mb, mc, mc / mb, lo, hi, threshold,
                       (len(baseline), len(candidate)), verdict)
 
@@ -81,5 +84,6 @@ def invalid(name: str, baseline: Sequence[float], candidate: Sequence[float],
             threshold: float, note: str) -> Comparison:
     mb, mc = statistics.median(baseline), statistics.median(candidate)
     return Comparison(name, mb, mc, mc / mb if mb else float("nan"), float("nan"),
-                      float("nan"), threshold, (len(baseline), len(candidate)), "invalid",
+                      float("nan"), threshold, (len(baseline), len(candidate)),
+                      PerfVerdict.INVALID,
                       note)
