@@ -173,6 +173,8 @@ def test_a_continued_version_is_looked_for_within_twenty_lines() -> None:
      "setup(name='x', install_requires=['flashinfer-python==0.6.11'])\n"),
     ("setup.cfg", "[options]\ninstall_requires =\n    flashinfer-python==0.6.8.post1\n",
      "[options]\ninstall_requires =\n    flashinfer-python==0.6.11\n"),
+    ("setup.cfg", "[options]\ninstall_requires = flashinfer-python==0.6.8.post1\n",
+     "[options]\ninstall_requires = flashinfer-python==0.6.11\n"),
 ])
 def test_an_edited_file_is_read_back(path: str, before: str, after: str) -> None:
     expected = {("flashinfer-python", "==0.6.11"): "flashinfer-python==0.6.11"}
@@ -188,6 +190,13 @@ def test_an_edit_that_breaks_the_toml_names_the_file() -> None:
     broken = '[project]\ndependencies = ["flashinfer-python==0.6.11"\n'
     edit = FileEdit("pyproject.toml", "", broken)
     with pytest.raises(InputError, match=r"^pyproject\.toml"):
+        validate_requirements(edit, NAMES, {})
+
+
+def test_an_edit_that_breaks_a_requirement_names_the_file_and_line() -> None:
+    broken = "flashinfer-python==0.6.11 ; python_version >>> '3'\n"
+    edit = FileEdit("requirements/gpu.txt", "", broken)
+    with pytest.raises(InputError, match=r"^requirements/gpu\.txt:1: invalid requirement"):
         validate_requirements(edit, NAMES, {})
 
 
