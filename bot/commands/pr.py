@@ -421,7 +421,7 @@ def _open_or_update(ws: Workspace, bot: BotServices, plan: Plan, opts: RunOption
         github.comment(old.number, supersede_comment(mine.number, plan.lead, plan.lead_target))
         github.ensure_labels([SUPERSEDED])
         github.add_labels(old.number, [SUPERSEDED])  # closed by pinbump: not a skip
-        github.edit_pull(old.number, state="closed")
+        github.edit_pull(old.number, state=PrState.CLOSED)
         result.superseded.append(old.number)
         bot.say(f"closed #{old.number} ({old.head_ref}): superseded by #{mine.number}")
     if decision.dispatch:
