@@ -11,10 +11,11 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from bot.core.models import Channel
 from bot.errors import ConfigError
 
 DEFAULT_FLASHINFER_WHL = "https://flashinfer.ai/whl"
-CHANNELS = ("stable", "nightly")
+CHANNELS = tuple(c.value for c in Channel)
 _VARIANT = re.compile(r"^cu\d{3}$")
 # ".../cu$(echo $CUDA_VERSION | ...)", ".../cu${CU}", ".../cu$CU": one index per CUDA variant.
 _VARIANT_TEMPLATE = re.compile(r"^(?P<base>https?://[^\s\"'$]+?)/cu(?:\$\(|\$\{|\$[A-Za-z_])")
@@ -101,7 +102,7 @@ class IndexModel:
     variants: tuple[str, ...] = ()
     providers: Mapping[str, str] = field(default_factory=dict)
     hints: Mapping[str, str] = field(default_factory=dict)  # package -> the fix, filled in
-    channel: str = "stable"
+    channel: Channel = Channel.STABLE
 
     def for_package(self, package: str) -> tuple[IndexRef, ...]:
         return self.indexes.get(package, ())
@@ -157,11 +158,11 @@ class _Expander:
                 _expand(template, pypi=self.pypi, base=self.base, variants=self.variants)]
 
 
-def _builtin_refs(pdata: PackageData | None, channel: str, ex: _Expander) -> list[IndexRef]:
+def _builtin_refs(pdata: PackageData | None, channel: Channel, ex: _Expander) -> list[IndexRef]:
     """A package's built-in indexes for the channel (the default index when it has none)."""
     if pdata is None:
         return [r for t in ("{pypi}",) for r in ex.refs(t, "default index")]
-    templates = (pdata.nightly or pdata.stable) if channel == "nightly" else pdata.stable
+    templates = (pdata.nightly or pdata.stable) if channel == Channel.NIGHTLY else pdata.stable
     return [r for t in templates for r in ex.refs(t, f"built-in ({channel})")]
 
 
@@ -192,7 +193,8 @@ def _unique(refs: Iterable[IndexRef]) -> tuple[IndexRef, ...]:
 def build_model(members: Iterable[str], data: BuiltinData | None, *, pypi: str,
                 base: str | None, configured: Mapping[str, tuple[str, ...]],
                 config_source: str, decls: Iterable[IndexDecl] = (),
-                variants: Iterable[str] = (), channel: str = "stable") -> IndexModel:
+                variants: Iterable[str] = (), channel: Channel = Channel.STABLE
+                ) -> IndexModel:
     """Indexes per package: built-in data (or the default index), then the target's own
     declarations (``--index-url`` and uv sources replace the default index for their packages,
     the others add), then [tool.pinbump.index] (replaces everything for its package)."""
@@ -207,7 +209,7 @@ def build_model(members: Iterable[str], data: BuiltinData | None, *, pypi: str,
     for package in members:
         pdata = data.packages.get(package) if data else None
         refs = _builtin_refs(pdata, channel, ex)
-        if channel != "nightly":
+        if channel != Channel.NIGHTLY:
             refs = _with_declared(refs, package, decls, ex)
         if package in configured:
             refs = [r for t in configured[package] for r in ex.refs(t, config_source)]

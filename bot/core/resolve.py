@@ -27,6 +27,7 @@ from bot.core.models import (
     PinKind,
     Plan,
     Rejection,
+    Vocabulary,
 )
 from bot.core.specs import clause_version, other_clauses, replace_clause, split_requirement
 from bot.errors import (
@@ -551,12 +552,20 @@ def _platform_name(platform: str) -> str:
     return describe_platform(platform)
 
 
+class PinMode(Vocabulary):
+    """How the target pins a companion, hence how its bump is written."""
+
+    EXACT = "exact"  # ==X somewhere
+    FLOOR = "floor"  # >=X, no ==
+    OTHER = "other"  # neither: its whole specifier is the target's own bound
+
+
 @dataclass
 class _Slot:
     """A companion the target pins: how it is pinned and what bounds the target itself sets."""
 
     package: str
-    mode: str  # "exact" | "floor" | "other"
+    mode: PinMode
     current: Version | None
     own: list[Constraint]
 
@@ -569,11 +578,11 @@ def _slots(ctx: Context) -> list[_Slot]:
             continue
         exact = [p.exact for p in pins if p.exact is not None]
         floors = [p.floor for p in pins if p.floor is not None]
-        mode = "exact" if exact else "floor" if floors else "other"
+        mode = PinMode.EXACT if exact else PinMode.FLOOR if floors else PinMode.OTHER
         own = []
         for pin in pins:
             rest = other_clauses(split_requirement(pin.requirement)[1])
-            spec = rest if mode != "other" else split_requirement(pin.requirement)[1]
+            spec = rest if mode != PinMode.OTHER else split_requirement(pin.requirement)[1]
             if spec:
                 own.append(Constraint(Requirement(f"{package}{spec}"), pin.where))
         cap = ctx.policy.caps.get(package)
@@ -623,14 +632,14 @@ def _solve_companions(ctx: Context, lead_version: Version
         if bad:
             return None, f"{package} {version} conflicts with {bad}"
     slots = _slots(ctx)
-    exact = [s for s in slots if s.mode == "exact"]
+    exact = [s for s in slots if s.mode == PinMode.EXACT]
     rejections: list[Rejection] = []
     result = _assign(ctx, exact, 0, chosen, constraints, rejections)
     if isinstance(result, str):
         return None, result
     chosen, constraints = result
     for slot in slots:
-        if slot.mode == "exact":
+        if slot.mode == PinMode.EXACT:
             continue
         problem = _check_floor(ctx, slot, chosen, constraints)
         if isinstance(problem, str):
@@ -781,7 +790,7 @@ def _build_plan(ctx: Context, lead_version: Version, current: Version | None,
     plan.warnings = list(ctx.warnings)
     plan.skipped = list(ctx.target.skipped)
     plan.platforms = ctx.env.describe()
-    plan.channel = Channel(ctx.model.channel) if ctx.model else Channel.STABLE
+    plan.channel = ctx.model.channel if ctx.model else Channel.STABLE
     for package, version in chosen.items():
         where = ctx.found_on.get((package, version))
         if where:
@@ -833,7 +842,7 @@ def _reason(ctx: Context, package: str, target: Version, current: Version | None
         return f"lockstep with {group.lead} {target}"
     slot = next(s for s in _slots(ctx) if s.package == package)
     obeys = "; ".join(str(c) for c in ctx.bounds.get(package, []))
-    if slot.mode == "floor":
+    if slot.mode == PinMode.FLOOR:
         if current == target:
             return "floor still satisfies the set" + (f": {obeys}" if obeys else "")
         return f"floor raised as far as the set requires: {obeys}" if current else \

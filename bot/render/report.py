@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.core.edits import EditSet
 from bot.core.editset import edits_to_dict
-from bot.core.models import Plan
+from bot.core.models import Channel, Plan
 from bot.render.jsonout import to_json
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def _checked_for(plan: Plan) -> list[str]:
     if not plan.platforms:
         return []
     return [f"  checked for  {plan.platforms}"
-            + (f" ({plan.channel} channel)" if plan.channel != "stable" else "")]
+            + (f" ({plan.channel} channel)" if plan.channel != Channel.STABLE else "")]
 
 
 def _context_lines(plan: Plan) -> list[tuple[str, bool]]:
