@@ -624,7 +624,7 @@ def _solve_companions(ctx: Context, lead_version: Version
     for package, version in chosen.items():
         if ctx.model is not None and ctx.model.variant_based(package):
             continue  # checked per variant (its Requires-Dist names only its providers)
-        if package != group.lead and package not in _releases_safe(ctx, package, version):
+        if package != group.lead and version not in _releases_safe(ctx, package, version):
             continue  # verified elsewhere or not verified (reported)
         constraints += _active(ctx, package, version)
     for package, version in chosen.items():
