@@ -21,6 +21,7 @@ from bot.core.discovery import (
     parse_pyproject,
     parse_requirements,
     pin_files,
+    read_pyproject,
     read_requirements,
     skipped_dir,
     tied_package,
@@ -35,9 +36,24 @@ def scan(files: dict[str, str], **kw: object) -> Target:
     return find_pins(Path("/t"), files, NAMES, **kw)  # type: ignore[arg-type]
 
 
+REQUIREMENT_SECTIONS = ("setup.py", "setup.cfg", "project.", "dependency-groups.")
+
+
 def pins(target: Target) -> list[tuple[str, str, str, str]]:
-    """(where, package, version as written, section) of every pin, in discovery order."""
-    return [(p.where, p.package, p.literal or str(p.current), p.section) for p in target.pins]
+    """(where, package, version as written, section) of every pin, in discovery order.
+
+    A pin read from a requirement string is a "requirement" pin; one read from a bare version
+    (an ARG default, a shell variable, a JSON value, a clone's branch, a VCS ref) is a
+    "literal" pin whose requirement is ``package==<that version>``."""
+    out = []
+    for p in target.pins:
+        if p.section == "requirements" or p.section.startswith(REQUIREMENT_SECTIONS):
+            assert (p.kind, p.literal) == ("requirement", ""), p
+            out.append((p.where, p.package, str(p.current), p.section))
+        else:
+            assert p.kind == "literal" and p.requirement == f"{p.package}=={p.literal}", p
+            out.append((p.where, p.package, p.literal, p.section))
+    return out
 
 
 def indexes(target: Target) -> list[tuple[str, str, str, list[str]]]:
@@ -126,8 +142,8 @@ REQUIREMENT_ROWS = [
      [(2, LEAD, "0.6.8", "")]),
     ("flashinfer-python==0.6.8 \\\n  --hash=sha256:" + "a" * 64 + " \\\n  --hash=sha256:"
      + "b" * 64 + "\nquack-kernels>=0.3\n",
-     [(1, LEAD, "0.6.8", "hash-pinned (--hash): regenerate the hashes"), (4, "quack-kernels",
-                                                                         "0.3", "")]),
+     [(1, LEAD, "0.6.8", "hash-pinned (--hash): regenerate the hashes, e.g. pip-compile "
+                         "--generate-hashes"), (4, "quack-kernels", "0.3", "")]),
     ("flashinfer-python==0.6.8 --hash sha256:" + "a" * 64 + "\n",
      [(1, LEAD, "0.6.8", "hash-pinned")]),
     ("flashinfer-python===0.6.8.post1\n", [(1, LEAD, "0.6.8.post1", "arbitrary-equality pin "
@@ -147,7 +163,10 @@ REQUIREMENT_ROWS = [
      "&subdirectory=python\n", [(1, LEAD, "0.6.9", "")]),
     # a branch, not a version; another project; no egg: nothing
     ("-e git+https://github.com/flashinfer-ai/flashinfer@main#egg=flashinfer-python\n", []),
-    ("-e git+https://github.com/flashinfer-ai/flashinfer@v1.x#egg=flashinfer-python\n", []),
+    ("-e git+https://github.com/flashinfer-ai/flashinfer@v1.x#egg=flashinfer-python\n"
+     "quack-kernels>=0.3\n", [(2, "quack-kernels", "0.3", "")]),
+    ("-e git+https://github.com/flashinfer-ai/flashinfer@v0.6.9#egg=flashinfer-python\n"
+     "quack-kernels>=0.3\n", [(1, LEAD, "0.6.9", ""), (2, "quack-kernels", "0.3", "")]),
     ("-e git+https://github.com/x/torch@v2.9.0#egg=torch\n", []),
     ("-e git+https://github.com/flashinfer-ai/flashinfer@v0.6.9\n", []),
     ("-e ./python\n", []),
@@ -215,6 +234,7 @@ def test_included_files_are_relative_to_the_including_file_and_stay_inside_the_t
 def test_included_files_are_read_as_requirements_whatever_their_name() -> None:
     target = scan({
         "requirements/cuda.txt": "-r common.txt\n-c ../pins/extra.lst\n-r missing.txt\n"
+                                 "-c ../pins/absent.lst\n"
                                  "--extra-index-url https://flashinfer.ai/whl/cu129\n"
                                  "flashinfer-python==0.6.8.post1\n",
         "requirements/common.txt": "nvidia-cutlass-dsl==4.4.2\n",
@@ -222,15 +242,17 @@ def test_included_files_are_read_as_requirements_whatever_their_name() -> None:
         "pins/unrelated.lst": "flashinfer-cubin==0.6.8.post1\n",
     })
     assert pins(target) == [
-        ("requirements/cuda.txt:5", LEAD, "0.6.8.post1", "requirements"),
+        ("requirements/cuda.txt:6", LEAD, "0.6.8.post1", "requirements"),
         ("requirements/common.txt:1", "nvidia-cutlass-dsl", "4.4.2", "requirements"),
         ("pins/extra.lst:1", "quack-kernels", "0.3.0", "requirements"),
     ]
     # the file's index serves its own pins and those of the files it includes (one install)
-    assert indexes(target) == [("requirements/cuda.txt:4", "--extra-index-url",
+    assert indexes(target) == [("requirements/cuda.txt:5", "--extra-index-url",
                                 "https://flashinfer.ai/whl/cu129",
                                 [LEAD, "nvidia-cutlass-dsl", "quack-kernels"])]
-    assert target.skipped == (("requirements/missing.txt", "named by -r/-c but not found"),)
+    assert target.skipped == (("pins/absent.lst", "named by -r/-c but not found"),
+                              ("requirements/missing.txt", "named by -r/-c but not found"))
+    assert target.root == Path("/t")
 
 
 def test_an_index_serves_only_its_own_file_family() -> None:
@@ -442,12 +464,23 @@ def test_versions_json_keys_tied_by_a_dockerfiles_use() -> None:
 
 
 def test_a_default_too_far_below_its_key_is_not_taken() -> None:
-    far = '{"FLASHINFER_VERSION": {\n' + '  "a": 1,\n' * 8 + '  "default": "0.6.8"\n}}\n'
+    far = '{"FLASHINFER_VERSION": {\n' + '  "a": 1,\n' * 7 + '  "default": "0.6.8"\n}}\n'
     near = '{"FLASHINFER_VERSION": {\n' + '  "a": 1,\n' * 6 + '  "default": "0.6.8"\n}}\n'
     closed = '{"FLASHINFER_VERSION": {"a": 1},\n "X": {"default": "0.6.8"}}\n'
     assert scan({"v.json": far}).pins == ()
     assert [p.where for p in scan({"v.json": near}).pins] == ["v.json:8"]
     assert scan({"v.json": closed}).pins == ()
+    # the default is looked for below the key, never above it
+    above = ('{"CUDA_VERSION": {"default": "12.9.1"},\n "FLASHINFER_VERSION": {\n'
+             '   "default": "0.6.8.post1"}}\n')
+    assert pins(scan({"docker/versions.json": above})) == [
+        ("docker/versions.json:3", LEAD, "0.6.8.post1", "json FLASHINFER_VERSION")]
+
+
+def test_only_json_naming_an_arg_or_a_version_variable_is_read() -> None:
+    assert scan({"config.json": '{"FLASHINFERVERSION": "0.6.8"}\n'}).pins == ()
+    assert pins(scan({"config.json": '{"FLASHINFERVERSION": "0.6.8", "X_VERSION": 1}\n'})) == [
+        ("config.json:1", LEAD, "0.6.8", "json FLASHINFERVERSION")]
 
 
 # -- setup.py and setup.cfg -------------------------------------------------------------------
@@ -455,7 +488,7 @@ def test_setup_py_literal_requirement_strings() -> None:
     text = ('from setuptools import setup\n\nsetup(\n    name="flashinfer-python",\n'
             '    version="0.6.8",\n'
             '    install_requires=[\n        "flashinfer-python==0.6.8.post1",\n'
-            '        "torch",\n        " quack-kernels>=0.3",\n    ],\n'
+            '        "torch",\n        " Quack_Kernels>=0.3",\n    ],\n'
             '    extras_require={"gpu": ["flashinfer-cubin==0.6.8.post1"]},\n'
             '    description="""flashinfer-cubin==0.1\nmore""",\n'
             '    long_description="-flashinfer-cubin==0.2",\n)\n')
@@ -510,6 +543,9 @@ def test_requires_python_and_tool_config(text: str, requires_python: str | None,
     toml = parse_pyproject(text, "pyproject.toml", NAMES)
     assert toml.requires_python == requires_python
     assert toml.tool_config == config
+    if config and "index" in config:  # plain data, not the parser's objects
+        assert type(toml.tool_config["index"]) is dict  # type: ignore[index]
+    assert scan({"pyproject.toml": text}).tomls[0].tool_config == config
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -567,6 +603,14 @@ name = "extra"
 url = "https://extra.example/simple"
 
 [[tool.uv.index]]
+url = "https://second.example/simple"
+
+[[tool.uv.index]]
+name = "nightly"
+url = 'https://flashinfer.ai/whl/nightly/cu130'
+explicit = true
+
+[[tool.uv.index]]
 name = "broken"
 
 [tool.uv.sources]
@@ -574,6 +618,7 @@ flashinfer-cubin = { index = "flashinfer-cu130" }
 Flashinfer_JIT_Cache = [{ index = "flashinfer-cu130", marker = "sys_platform == 'linux'" },
                         { index = "unknown" }, "not a table"]
 torch = { git = "https://github.com/pytorch/pytorch" }
+quack-kernels = { index = "nightly" }
 """
 
 
@@ -584,15 +629,20 @@ def test_uv_indexes_and_sources() -> None:
          ["flashinfer-cubin"]),
         ("python/pyproject.toml:7", "uv", "https://flashinfer.ai/whl/cu130",
          ["flashinfer-jit-cache"]),
+        ("python/pyproject.toml:23", "uv", "https://flashinfer.ai/whl/nightly/cu130",
+         ["quack-kernels"]),
         ("python/pyproject.toml:11", "uv-default", "https://mirror.example/simple",
          ["flashinfer-cubin", LEAD]),
         ("python/pyproject.toml:16", "--extra-index-url", "https://extra.example/simple",
+         ["flashinfer-cubin", LEAD]),
+        ("python/pyproject.toml:19", "--extra-index-url", "https://second.example/simple",
          ["flashinfer-cubin", LEAD]),
     ]
 
 
 @pytest.mark.parametrize("tool", [
     "[tool]\nuv = 3\n", "[tool.uv]\nsources = 3\n", "[tool.uv]\nindex = []\n",
+    '[tool.uv]\nindex = ["https://x.example/simple"]\n',
     '[tool.uv.sources]\nflashinfer-cubin = { index = "x" }\n', "tool = 1\n"])
 def test_uv_without_a_usable_index_declares_nothing(tool: str) -> None:
     text = '[project]\ndependencies = ["flashinfer-python==0.6.8"]\n' if not \
@@ -657,3 +707,48 @@ def test_the_lead_defaults_to_flashinfer_python_else_the_first_name() -> None:
     assert [(p.package, p.line) for p in other.pins] == [("acme", 1)]
     named = find_pins(Path("/t"), {"Dockerfile": clone}, {"zeta", "acme"}, lead="zeta")
     assert named.pins == ()
+
+
+def test_continued_run_lines_give_each_pin_and_index_its_own_line() -> None:
+    target = scan({"docker/Dockerfile": (
+        "FROM base AS build\n"
+        "ARG FLASHINFER_CUBIN_VERSION\n"
+        "ARG FLASHINFER_VERSION=0.6.8.post1\n"
+        "RUN pip uninstall -y flashinfer-cubin && \\\n"
+        "    pip install flashinfer-cubin==0.6.8.post1\n"
+        "RUN pip install torch==2.9.0 --extra-index-url https://download.pytorch.org/whl/cu129 "
+        "&& \\\n"
+        "    pip install flashinfer-jit-cache==0.6.8.post1 "
+        "--extra-index-url https://flashinfer.ai/whl/cu129\n"
+        "RUN git clone \\\n"
+        "      --branch v0.6.8.post1 https://github.com/flashinfer-ai/flashinfer.git\n")})
+    assert pins(target) == [
+        ("docker/Dockerfile:5", "flashinfer-cubin", "0.6.8.post1", "dockerfile"),
+        ("docker/Dockerfile:7", "flashinfer-jit-cache", "0.6.8.post1", "dockerfile"),
+        ("docker/Dockerfile:9", LEAD, "0.6.8.post1", "dockerfile (git clone --branch)"),
+        ("docker/Dockerfile:3", LEAD, "0.6.8.post1", "dockerfile ARG FLASHINFER_VERSION"),
+    ]
+    assert indexes(target) == [("docker/Dockerfile:7", "--extra-index-url",
+                                "https://flashinfer.ai/whl/cu129", ["flashinfer-jit-cache"])]
+
+
+def test_an_arg_pins_only_what_its_own_dockerfile_installs_with_it() -> None:
+    target = scan({
+        "docker/Dockerfile": "ARG FI=0.6.9\nRUN pip install flashinfer-cubin==${FI}\n",
+        "docker/Dockerfile.rocm": "ARG FI=0.6.1\nRUN echo $FI\n",
+    })
+    assert pins(target) == [("docker/Dockerfile:1", "flashinfer-cubin", "0.6.9",
+                             "dockerfile ARG FI")]
+
+
+def test_an_install_line_naming_other_projects_first() -> None:
+    target = scan({"ci.sh": "pip install torch==2.9.0 numpy==2.1 flashinfer-python==0.6.8.post1\n"})
+    assert pins(target) == [("ci.sh:1", LEAD, "0.6.8.post1", "shell")]
+
+
+def test_already_parsed_pyprojects_are_not_parsed_again() -> None:
+    """The workspace parses each pyproject once; discovery uses that parse, never the text."""
+    parsed = read_pyproject('[project]\ndependencies = ["flashinfer-python==0.6.8"]\n',
+                            "pyproject.toml")
+    target = find_pins(Path("/t"), {"pyproject.toml": "not TOML ["}, NAMES, pyprojects=[parsed])
+    assert [p.where for p in target.pins] == ["pyproject.toml:2"]

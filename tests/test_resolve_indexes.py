@@ -320,3 +320,29 @@ def test_rejections_carry_the_day_the_lead_version_was_uploaded() -> None:
     (r,) = [r for r in got.rejected if (r.package, r.version) == (LEAD, "0.6.14")]
     assert r.uploaded == when
     assert isinstance(r.uploaded, datetime)
+
+
+@pytest.mark.parametrize("how", ["uv source", "pinbump.toml index"])
+def test_a_lockstep_package_the_target_points_at_an_index_is_used_not_optional(how: str) -> None:
+    """No jit-cache pin, but the target routes it to FlashInfer's cu130 index (a uv source) or
+    the config gives it an index: the target installs it, so a missing build blocks."""
+    cu130 = [jit("0.6.11", "cu130")]
+    files = {"requirements.txt": "flashinfer-python==0.6.8.post1\nflashinfer-cubin==0.6.8.post1\n"
+                                 "nvidia-cutlass-dsl==4.4.2\n",
+             "pyproject.toml": '[project]\nname = "x"\nrequires-python = ">=3.10"\n'}
+    policy = None
+    if how == "uv source":
+        files["pyproject.toml"] += ('[[tool.uv.index]]\nname = "fi"\nurl = "' + CU130 + '"\n'
+                                    'explicit = true\n[tool.uv.sources]\n'
+                                    'flashinfer-jit-cache = { index = "fi" }\n')
+    else:
+        policy = Policy(package_index={"flashinfer-jit-cache": (CU130,)})
+    t = tree(**{k.replace("/", "__").replace(".", "_"): v for k, v in files.items()})
+    model = build_model(MEMBERS, builtin_data("flashinfer"), pypi=PYPI, base=None,
+                        configured=policy.package_index if policy else {},
+                        config_source="pinbump.toml", decls=t.indexes, variants=("cu130",))
+    got = plan(Indexes(layout(**{f"{CU130}:flashinfer-jit-cache": cu130})), t, policy,
+               model=model)
+    assert got.lead_target == "0.6.11"
+    assert rejected(got)[(LEAD, "0.6.14")] == (
+        "flashinfer-jit-cache 0.6.14+cu130 is not published on https://flashinfer.ai/whl/cu130")

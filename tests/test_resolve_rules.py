@@ -315,7 +315,8 @@ def test_a_floor_no_release_can_satisfy_rejects_the_lead_version() -> None:
 
 def test_a_floor_whose_every_release_clashes_with_the_set() -> None:
     lead = [R("0.6.8.post1"), R("0.6.11")]
-    quack = [R("0.3.0", ("flashinfer-python<0.6.9",)), R("0.4.0", ("flashinfer-python<0.6.9",))]
+    quack = [R("0.2.0"), R("0.3.0", ("flashinfer-python<0.6.9",)),
+             R("0.4.0", ("flashinfer-python<0.6.9",))]
     got = plan({PYPI: pypi(flashinfer_python=lead, quack_kernels=quack)})
     assert got.lead_target == "0.6.8.post1"
     assert rejected(got)[(LEAD, "0.6.11")] == (
@@ -652,3 +653,133 @@ def test_a_half_day_minimum_age_still_needs_an_upload_time() -> None:
                policy=config(min_release_age=0.5))
     assert rejected(got)[(LEAD, "0.6.12")] == (
         "upload time unknown (the index gives neither upload-time nor Last-Modified)")
+
+
+# -- the whole plan, field by field ---------------------------------------------------------
+def test_the_plan_of_a_plain_bump_field_by_field() -> None:
+    lead = [R("0.6.8.post1", ("nvidia-cutlass-dsl>=4.2",)),
+            R("0.6.11", ("nvidia-cutlass-dsl>=4.4", "quack-kernels>=0.3")),
+            R("0.6.12", yanked="metadata broken")]
+    target = tree(python__pyproject_toml='[project]\nrequires-python = ">=3.10"\ndependencies = '
+                  '["flashinfer-python==0.6.8.post1", "flashinfer-cubin==0.6.8.post1", '
+                  '"nvidia-cutlass-dsl==4.4.2", "quack-kernels", "quack-kernels>=0.3.0"]\n')
+    target = Target(target.root, target.tomls, target.pins,
+                    skipped=(("docker/big.json", "over 2 MB"),))
+    got = plan({PYPI: pypi(flashinfer_python=lead)}, target)
+    assert (got.group, got.lead, got.lead_current, got.lead_target) == (
+        "flashinfer", LEAD, "0.6.8.post1", "0.6.11")
+    assert [(c.package, c.current, c.target, c.specifier_before, c.specifier_after, c.files,
+             c.reason) for c in got.changes] == [
+        (LEAD, "0.6.8.post1", "0.6.11", "==0.6.8.post1", "==0.6.11", ["python/pyproject.toml:3"],
+         "newest version with flashinfer-cubin published at the same version; 1 newer "
+         "version(s) rejected"),
+        ("flashinfer-cubin", "0.6.8.post1", "0.6.11", "==0.6.8.post1", "==0.6.11",
+         ["python/pyproject.toml:3"], "lockstep with flashinfer-python 0.6.11"),
+        ("nvidia-cutlass-dsl", "4.4.2", "4.5.0", "==4.4.2", "==4.5.0", ["python/pyproject.toml:3"],
+         "newest version satisfying >=4.4 (from flashinfer-python 0.6.11)"),
+    ]
+    assert got.unchanged == [
+        ("quack-kernels", "(any)", "lowest version the set allows"),
+        ("quack-kernels", ">=0.3.0", "floor still satisfies the set: >=0.3 (from "
+                                     "flashinfer-python 0.6.11)")]
+    assert [(r.package, r.version, r.reason) for r in got.rejected] == [
+        (LEAD, "0.6.12", "yanked: metadata broken")]
+    assert got.skipped == [("docker/big.json", "over 2 MB")]
+    assert got.platforms == "Linux x86-64, Linux aarch64, Python 3.10, 3.11, 3.12, 3.13, 3.14"
+    assert got.channel == "stable"
+    assert got.found_on == {p: PYPI for p in (LEAD, "flashinfer-cubin", "nvidia-cutlass-dsl",
+                                              "quack-kernels")}  # no model: the default index
+    assert (got.warnings, got.hints, got.unreachable) == ([], [], [])
+    # jit-cache is not pinned here and no index has it: noted, never blocking
+    assert got.not_verified == [
+        ("flashinfer-jit-cache", "flashinfer-jit-cache: not found on https://pypi.org/simple "
+                                 "(HTTP 404); set its index in [tool.pinbump.index] to check it; "
+                                 "optional here (not pinned)")]
+
+
+def test_a_lead_moving_alone_and_a_companion_nothing_constrains() -> None:
+    got = plan({PYPI: pypi(flashinfer_python=[R("0.6.8.post1"), R("0.6.11")])},
+               pyproject("flashinfer-python==0.6.8.post1", "nvidia-cutlass-dsl==4.4.2"))
+    assert [(c.package, c.reason) for c in got.changes] == [
+        (LEAD, "newest version with a consistent set"),
+        ("nvidia-cutlass-dsl", "newest release (nothing in the set constrains it)")]
+
+
+def test_a_bound_only_pin_of_the_lead_moves_nothing_and_says_why() -> None:
+    got = plan({PYPI: pypi()}, pyproject("flashinfer-python<0.7", *PINS[1:]))
+    assert (got.lead_current, got.lead_target) == ("", "0.6.11")
+    assert (LEAD, "<0.7", "newest version with flashinfer-cubin published at the same version") \
+        in got.unchanged
+
+
+# -- companions: which pins take part, and what each mode may do ----------------------------
+def test_a_companion_without_a_pin_does_not_stop_the_next_one() -> None:
+    lead = [R("0.6.8.post1"), R("0.6.11", ("quack-kernels>=0.4",))]
+    got = plan({PYPI: pypi(flashinfer_python=lead)}, pyproject(*PINS[:2], PINS[3]))
+    assert changes(got) == {LEAD: ("==0.6.8.post1", "==0.6.11"),
+                            "flashinfer-cubin": ("==0.6.8.post1", "==0.6.11"),
+                            "quack-kernels": (">=0.3.0", ">=0.4.0")}
+
+
+def test_a_wildcard_pin_is_a_bound_that_survives() -> None:
+    page = pypi(nvidia_cutlass_dsl=[R("4.4.2"), R("4.4.3"), R("4.5.0")])
+    got = plan({PYPI: page}, pyproject(*PINS[:2], "nvidia-cutlass-dsl==4.4.*", PINS[3]))
+    assert "nvidia-cutlass-dsl" not in changes(got)
+    assert ("nvidia-cutlass-dsl", "==4.4.*", "newest version satisfying >=4.4 (from "
+            "flashinfer-python 0.6.11); ==4.4.* (from python/pyproject.toml:7)") in got.unchanged
+
+
+def test_a_capped_companion_names_the_cap_among_its_bounds() -> None:
+    got = plan({PYPI: pypi()}, policy=config(cap={"nvidia-cutlass-dsl": "4.5"}))
+    assert ("nvidia-cutlass-dsl", "==4.4.2", "already the newest version satisfying >=4.4 (from "
+            "flashinfer-python 0.6.11); <4.5 (from cap in pinbump.toml)") in got.unchanged
+
+
+def test_an_exact_companion_steps_back_when_the_next_one_has_no_version_with_it() -> None:
+    """Every quack release requires cutlass<4.5: cutlass 4.5.0 is turned down for it (and
+    the reason recorded), 4.4.2 is kept."""
+    quack = [R("0.3.0", ("nvidia-cutlass-dsl<4.5",)), R("0.4.0", ("nvidia-cutlass-dsl<4.5",))]
+    got = plan({PYPI: pypi(quack_kernels=quack)}, pyproject(*PINS[:3], "quack-kernels==0.3.0"))
+    assert got.lead_target == "0.6.11"
+    assert changes(got)["quack-kernels"] == ("==0.3.0", "==0.4.0")
+    assert "nvidia-cutlass-dsl" not in changes(got)
+    assert rejected(got)[("nvidia-cutlass-dsl", "4.5.0")] == (
+        "quack-kernels: no version satisfies the policy")
+
+
+def test_a_floor_whose_own_release_is_yanked_is_kept() -> None:
+    got = plan({PYPI: pypi(quack_kernels=[R("0.3.0", yanked="bad")])})
+    assert got.lead_target == "0.6.11" and "quack-kernels" not in changes(got)
+    assert got.warnings == [f"quack-kernels 0.3.0 (pinned) is yanked: bad; {KEPT}"]
+    # a floor the set still allows is not raised past its own (yanked) release
+    got = plan({PYPI: pypi(quack_kernels=[R("0.3.0", yanked="bad"), R("0.3.1")])})
+    assert "quack-kernels" not in changes(got)
+
+
+def test_a_raised_floor_skips_known_bad_releases() -> None:
+    lead = [R("0.6.8.post1"), R("0.6.11", ("quack-kernels>=0.4",))]
+    quack = [R("0.3.0"), R("0.4.0"), R("0.4.1"), R("0.5.0")]
+    got = plan({PYPI: pypi(flashinfer_python=lead, quack_kernels=quack)},
+               policy=config(known_bad={"quack-kernels": {"0.4.0": "wrong results"}}))
+    assert changes(got)["quack-kernels"] == (">=0.3.0", ">=0.4.1")
+
+
+def test_a_range_pin_companion_must_fit_its_own_range() -> None:
+    """quack<0.4: 0.4.0 would fit the set but not the target's range; 0.3.0 clashes with the
+    new lead, so the new lead is turned down."""
+    lead = [R("0.6.8.post1"), R("0.6.11")]
+    quack = [R("0.3.0", ("flashinfer-python<0.6.9",)), R("0.4.0")]
+    got = plan({PYPI: pypi(flashinfer_python=lead, quack_kernels=quack)},
+               pyproject(*PINS[:3], "quack-kernels<0.4"))
+    assert got.lead_target == "0.6.8.post1"
+    assert rejected(got)[(LEAD, "0.6.11")] == (
+        "quack-kernels: no version is compatible with flashinfer-python 0.6.11, flashinfer-cubin "
+        "0.6.11, nvidia-cutlass-dsl 4.5.0")
+
+
+def test_after_an_unchanged_spec_the_next_spec_of_the_package_still_moves() -> None:
+    got = plan({PYPI: pypi()}, pyproject("flashinfer-python<0.7", "flashinfer-python==0.6.8.post1",
+                                         *PINS[1:]))
+    assert changes(got)[LEAD] == ("==0.6.8.post1", "==0.6.11")
+    assert (LEAD, "<0.7", "newest version with flashinfer-cubin published at the same version") \
+        in got.unchanged

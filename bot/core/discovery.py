@@ -529,11 +529,12 @@ def _installs(path: str, text: str, scan: _Scan, *, section: str) -> dict[str, l
 
 def _line_offset(text: str, start: int, fragment: str) -> int:
     """Which physical line, counted from ``start``, holds ``fragment`` (continued lines)."""
-    lines = text.splitlines()[start - 1:]
+    lines = text.splitlines()[start - 1:][:50]
     head = fragment.split()[0] if fragment.split() else fragment
-    for i, line in enumerate(lines[:50]):
-        if fragment in line or head in line:
-            return i
+    for needle in (fragment, head):  # the whole fragment first: its head may be on an earlier
+        for i, line in enumerate(lines):  # line (`--extra-index-url` of another install)
+            if needle in line:
+                return i
     return 0
 
 

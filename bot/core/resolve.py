@@ -433,7 +433,7 @@ def _lockstep_problem(ctx: Context, version: Version, *, exempt_age: bool) -> st
                 ctx.not_verified.pop(package, None)
             continue
         if not used:
-            ctx.not_verified[package] = problem + "; optional here (not pinned)"
+            ctx.not_verified[package] = problem.removeprefix("!") + "; optional here (not pinned)"
             continue
         if problem.startswith("!"):  # nothing could be read: reported, never blocking
             ctx.not_verified[package] = problem[1:]
@@ -744,7 +744,10 @@ def _check_floor(ctx: Context, slot: _Slot, chosen: dict[str, Version],
 # -- turning the choice into changes -------------------------------------------------------
 def _new_spec(pin: Pin, version: Version) -> str:
     spec = split_requirement(pin.requirement)[1]
-    op = "==" if clause_version(spec, "==") else ">=" if clause_version(spec, ">=") else None
+    exact = clause_version(spec, "==")
+    if exact is not None and exact.endswith(".*"):
+        return spec  # a wildcard (==4.4.*) is a bound the target set: it survives as written
+    op = "==" if exact else ">=" if clause_version(spec, ">=") else None
     if op is None:
         return spec
     written = clause_version(spec, op) or ""
