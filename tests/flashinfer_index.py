@@ -4,8 +4,11 @@ HTTP server from wheels the tests build:
 - ``/pypi/simple/``: PyPI (flashinfer-python, flashinfer-cubin up to 0.6.13, companions);
 - ``/whl/``: FlashInfer's own index (flashinfer-cubin from 0.6.14 on);
 - ``/whl/cu129/``, ``/whl/cu130/``: flashinfer-jit-cache per CUDA variant, local versions
-  (``0.6.11+cu130``), platform wheels for x86_64 and aarch64; from 0.7.0 a shim whose
-  Requires-Dist names per-architecture provider wheels at its full version;
+  (``0.6.11+cu130``), platform wheels for x86_64 and aarch64; from 0.7.0 (``publish_shim``)
+  FlashInfer's real layout: one shim wheel per CPU platform whose Requires-Dist pins, without
+  markers, that platform's providers ``flashinfer-jit-cache-sm90a==0.7.0+cu130`` (aarch64
+  names more: sm110a, sm121a), each provider on the same per-CUDA index (see the sources cited
+  in bot/data/flashinfer.toml);
 - ``/whl/nightly/`` and ``/whl/nightly/cu129/``: nightly builds;
 - any path under ``failing`` prefixes answers 503 (an index that cannot be read).
 
@@ -19,7 +22,7 @@ import hashlib
 import html
 import http.server
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -34,6 +37,10 @@ from wheels import build_wheel, metadata_of
 OLD = datetime.now(timezone.utc) - timedelta(days=60)
 X86 = "cp39-abi3-manylinux_2_28_x86_64"
 ARM = "cp39-abi3-manylinux_2_28_aarch64"
+# Per-architecture jit-cache providers (a subset of FlashInfer's inventory, real names): the
+# x86-64 shim pins these; the aarch64 shim these and the Grace-only ones.
+PROVIDERS_X86 = ("sm80", "sm90a", "sm100a", "sm120f")
+PROVIDERS_ARM = (*PROVIDERS_X86, "sm110a", "sm121a")
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -152,3 +159,24 @@ def today_stack(index: FlashInferIndex, *, upto: str = "0.6.15") -> None:
     for v in ("4.4.2", "4.5.0"):
         index.add("pypi/simple", "nvidia-cutlass-dsl", v)
     index.add("pypi/simple", "quack-kernels", "0.3.0")
+
+
+def publish_shim(index: FlashInferIndex, version: str, variant: str, *, folder: str = "",
+                 uploaded: datetime = OLD, skip: Collection[str] = (),
+                 versions: Mapping[str, str] | None = None) -> None:
+    """flashinfer-jit-cache ``version`` for one CUDA variant as FlashInfer publishes it since
+    0.7 (flashinfer-ai/flashinfer#4514, #5096): a shim per CPU platform pinning that platform's
+    providers at its full version (``0.7.0+cu130``), and the provider wheels beside it on the
+    same index (``folder``, default ``whl/<variant>``). ``skip``: providers left unpublished;
+    ``versions``: provider -> the version it was published at instead."""
+    full = f"{version}+{variant}"
+    folder = folder or f"whl/{variant}"
+    for tag, providers in ((X86, PROVIDERS_X86), (ARM, PROVIDERS_ARM)):
+        index.add(folder, "flashinfer-jit-cache", full, tags=(tag,), uploaded=uploaded,
+                  requires=[f"flashinfer-jit-cache-{p}=={full}" for p in providers])
+    for p in PROVIDERS_ARM:
+        if p in skip:
+            continue
+        tags = (X86, ARM) if p in PROVIDERS_X86 else (ARM,)
+        index.add(folder, f"flashinfer-jit-cache-{p}", (versions or {}).get(p, full), tags=tags,
+                  uploaded=uploaded)

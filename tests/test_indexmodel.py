@@ -92,3 +92,28 @@ def test_every_platform_and_python_needs_a_wheel() -> None:
                         wheel("cp310-cp310-manylinux_2_28_aarch64")]) == [
         "Linux x86-64 (Python 3.11, 3.12)", "Linux aarch64 (Python 3.11, 3.12)"]
     assert env.describe() == "Linux x86-64, Linux aarch64, Python 3.10, 3.11, 3.12"
+
+
+@pytest.mark.parametrize(("name", "provider"), [
+    ("flashinfer-jit-cache-sm90a", True), ("flashinfer-jit-cache-sm121a", True),
+    ("flashinfer-jit-cache-sm120f", True), ("flashinfer-jit-cache-sm80", True),
+    ("flashinfer-jit-cache-sm100a", True), ("flashinfer-jit-cache", False),
+    ("flashinfer-jit-cache-cu130", False), ("flashinfer-jit-cache-sm90a-evil", False),
+    ("flashinfer-jit-cache-smx", False), ("flashinfer-python", False),
+])
+def test_jit_cache_providers_are_flashinfers_real_names(name: str, provider: bool) -> None:
+    """flashinfer-jit-cache-sm<major><minor>[a|f] (flashinfer-ai/flashinfer#4514, #5096; the
+    sources are cited in bot/data/flashinfer.toml); nothing else the shim requires is one."""
+    model = build_model(MEMBERS, builtin_data("flashinfer"), pypi=PYPI, base=None,
+                        configured={}, config_source="x")
+    assert model.is_provider("flashinfer-jit-cache", name) is provider
+    assert not model.is_provider("flashinfer-python", name)
+
+
+def test_a_provider_pattern_that_is_not_a_regex_is_a_config_error() -> None:
+    from bot.core.indexmodel import parse_builtin
+    from bot.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"x\.toml: key 'packages\.a\.providers' is not a "
+                                          "regular expression"):
+        parse_builtin({"packages": {"a": {"providers": "(sm"}}}, "x.toml")

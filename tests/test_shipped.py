@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from flashinfer_index import ARM, X86, FlashInferIndex, flashinfer_index
+from flashinfer_index import ARM, X86, FlashInferIndex, flashinfer_index, publish_shim
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 GOLDEN = Path(__file__).parent / "golden"
@@ -256,25 +256,18 @@ def test_variant_and_platform_rejections_name_them(fi: FlashInferIndex, tmp_path
 
 def test_07_shim_needs_every_provider_at_its_full_version(
         fi: FlashInferIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """FlashInfer's real 0.7 layout (per-CPU shims, flashinfer-jit-cache-sm* providers on the
+    same per-CUDA index): 0.7.2's aarch64 shim names sm121a, never published (only that
+    platform's shim says so); 0.7.1's sm100a provider was published for another build
+    (+cu130 on the cu129 index); 0.7.0 is complete."""
     shipped(fi, leads=("0.6.8.post1", "0.6.11"))
-    for v, provider_version in (("0.7.0", "0.7.0+cu129"), ("0.7.1", "0.7.1+cu129")):
-        when = DAY0 + timedelta(days=150)
+    when = DAY0 + timedelta(days=150)
+    for v in ("0.7.0", "0.7.1", "0.7.2"):
         fi.add("pypi/simple", "flashinfer-python", v, uploaded=when)
         fi.add("whl", "flashinfer-cubin", v, uploaded=when)
-        fi.add("whl/cu129", "flashinfer-jit-cache", f"{v}+cu129", tags=(X86, ARM), uploaded=when,
-               requires=[f"flashinfer-jit-cache-sm90=={v}+cu129",
-                         f"flashinfer-jit-cache-sm100=={v}+cu129",
-                         f"flashinfer-jit-cache-sm110=={v}+cu129; platform_machine == "
-                         "'aarch64'"])
-        fi.add("whl/cu129", "flashinfer-jit-cache-sm90", provider_version, tags=(X86, ARM),
-               uploaded=when)
-        fi.add("whl/cu129", "flashinfer-jit-cache-sm110", provider_version, tags=(ARM,),
-               uploaded=when)
-    # 0.7.1's sm100 provider was published for a different build (+cu130), 0.7.0's is right
-    fi.add("whl/cu129", "flashinfer-jit-cache-sm100", "0.7.0+cu129", tags=(X86, ARM),
-           uploaded=DAY0 + timedelta(days=150))
-    fi.add("whl/cu129", "flashinfer-jit-cache-sm100", "0.7.1+cu130", tags=(X86, ARM),
-           uploaded=DAY0 + timedelta(days=150))
+    publish_shim(fi, "0.7.0", "cu129", uploaded=when)
+    publish_shim(fi, "0.7.1", "cu129", uploaded=when, versions={"sm100a": "0.7.1+cu130"})
+    publish_shim(fi, "0.7.2", "cu129", uploaded=when, skip={"sm121a"})
     fi.publish()
     repo = vllm_tree(tmp_path)
     code, doc, err = plan(capsys, repo, fi)
@@ -283,11 +276,18 @@ def test_07_shim_needs_every_provider_at_its_full_version(
     assert doc["lead"]["target"] == "0.7.0"  # type: ignore[index]
     reasons = {r["version"]: r["reason"] for r in doc["rejected"]  # type: ignore[union-attr]
                if r["package"] == "flashinfer-python"}
+    assert reasons["0.7.2"] == (f"flashinfer-jit-cache 0.7.2+cu129: provider "
+                                f"flashinfer-jit-cache-sm121a 0.7.2+cu129 is not published on "
+                                f"{fi.whl}/cu129")
     assert reasons["0.7.1"] == (f"flashinfer-jit-cache 0.7.1+cu129: provider "
-                                f"flashinfer-jit-cache-sm100 0.7.1+cu129 is not published on "
+                                f"flashinfer-jit-cache-sm100a 0.7.1+cu129 is not published on "
                                 f"{fi.whl}/cu129")
     jit = next(c for c in doc["changes"] if c["package"] == "flashinfer-jit-cache")  # type: ignore
     assert jit["index"] == f"{fi.whl}/cu129"
+    (repo / "pinbump.toml").write_text('platforms = ["linux-x86_64"]\n')
+    code, doc, err = plan(capsys, repo, fi)  # x86-64 only: its shim does not name sm121a
+    assert code == 0, err
+    assert doc is not None and doc["lead"]["target"] == "0.7.2"  # type: ignore[index]
 
 
 def test_nightly_channel_plans_against_the_nightly_index(

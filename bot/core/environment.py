@@ -3,6 +3,7 @@ x86-64 and aarch64 by default) and each Python it supports."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -73,6 +74,11 @@ class Environment:
     def _fits(self, file: DistFile, platform: str, python: str) -> bool:
         return file.is_wheel and bool(file.tags & self._tags[(platform, python)]) and \
             Version(python) in _specifier(file.requires_python)
+
+    def on_platform(self, files: Sequence[DistFile], platform: str) -> list[DistFile]:
+        """The wheels of ``files`` that install on ``platform`` (for a checked Python)."""
+        return [f for f in files if any(self._fits(f, platform, py)
+                                        for py in self.checked_pythons())]
 
     def installable(self, file: DistFile) -> bool:
         """A wheel of this file installs on one of the supported Pythons and platforms."""

@@ -50,7 +50,7 @@ class IndexDecl:
 class PackageData:
     stable: tuple[str, ...] = ("{pypi}",)
     nightly: tuple[str, ...] = ()
-    providers: str = ""  # name prefix of per-architecture provider packages (jit-cache 0.7+)
+    providers: str = ""  # regex of per-architecture provider names (jit-cache 0.7+), full match
     moved: str = ""  # the fix to print when the package is missing from an index it left
 
 
@@ -70,10 +70,16 @@ def parse_builtin(raw: Mapping[str, Any], where: str) -> BuiltinData:
 
     packages: dict[str, PackageData] = {}
     for name, table in dict(raw.get("packages", {})).items():
+        providers = str(table.get("providers", ""))
+        try:
+            re.compile(providers)
+        except re.error as exc:
+            raise ConfigError(f"{where}: key 'packages.{name}.providers' is not a regular "
+                              f"expression ({exc})") from None
         packages[str(canonicalize_name(name))] = PackageData(
             stable=strings(f"packages.{name}.stable", table.get("stable", ["{pypi}"])),
             nightly=strings(f"packages.{name}.nightly", table.get("nightly", [])),
-            providers=str(table.get("providers", "")), moved=str(table.get("moved", "")))
+            providers=providers, moved=str(table.get("moved", "")))
     return BuiltinData(base=str(raw.get("base", DEFAULT_FLASHINFER_WHL)).rstrip("/"),
                        cuda_variants=strings("cuda-variants", raw.get("cuda-variants", [])),
                        packages=packages)
@@ -100,7 +106,7 @@ def cuda_variant(version: str) -> str | None:
 class IndexModel:
     indexes: Mapping[str, tuple[IndexRef, ...]]
     variants: tuple[str, ...] = ()
-    providers: Mapping[str, str] = field(default_factory=dict)
+    providers: Mapping[str, str] = field(default_factory=dict)  # package -> provider regex
     hints: Mapping[str, str] = field(default_factory=dict)  # package -> the fix, filled in
     channel: Channel = Channel.STABLE
 
@@ -109,6 +115,11 @@ class IndexModel:
 
     def variant_based(self, package: str) -> bool:
         return any(r.variant for r in self.for_package(package))
+
+    def is_provider(self, package: str, name: str) -> bool:
+        """Whether ``name`` is one of ``package``'s per-architecture provider packages."""
+        pattern = self.providers.get(package, "")
+        return bool(pattern) and re.fullmatch(pattern, name) is not None
 
     def describe(self, package: str) -> str:
         return ", ".join(r.url for r in self.for_package(package)) or "(no index)"

@@ -519,30 +519,45 @@ def _variant_problem(ctx: Context, package: str, version: Version, *, exempt_age
 
 def _provider_problem(ctx: Context, package: str, full: Version, files: Sequence[DistFile],
                       refs: Sequence[IndexRef]) -> str | None:
-    prefix = ctx.model.providers.get(package, "") if ctx.model else ""
-    if not prefix:
+    """From jit-cache 0.7 on: every provider the shim pins is published at the shim's full
+    version on the same index, with a wheel for the platform. The shim is one wheel per CPU
+    platform whose Requires-Dist names that platform's providers (aarch64 has more), so each
+    platform's own shim metadata is read."""
+    model = ctx.model
+    if model is None or not model.providers.get(package):
         return None
-    for req in ctx.source.requires(package, full, files):
-        name = canonicalize_name(req.name)
-        if not name.startswith(prefix) or not ctx.env.applies(req):
-            continue
-        pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
-        if not pinned or Version(pinned[0]) != full or str(Version(pinned[0])) != str(full):
-            return (f"{package} {full}: provider {name} is required as {req.specifier or 'any'}"
-                    f", not at the shim's full version {full}")
-        try:
-            releases = _releases(ctx, name, refs)
-        except (UnknownPackage, IndexError_) as exc:
-            return f"{package} {full}: provider {name}: {exc}"
-        provided = releases.get(full)
-        if not provided:
-            return f"{package} {full}: provider {name} {full} is not published on {refs[0].url}"
-        platforms = tuple(p for p in ctx.env.platforms if ctx.env.applies_on(req, p))
-        lacking = [m for m in ctx.env.missing(provided) if any(
-            m.startswith(_platform_name(p)) for p in platforms)]
-        if lacking:
-            return f"{package} {full}: provider {name} {full} has no wheel for " \
-                   f"{'; '.join(lacking)}"
+    for platform in ctx.env.platforms:
+        shims = ctx.env.on_platform(files, platform)
+        if not shims:
+            continue  # no shim wheel for it: the platform check names that
+        for req in ctx.source.requires(package, full, shims):
+            name = canonicalize_name(req.name)
+            if not model.is_provider(package, name) or not ctx.env.applies_on(req, platform):
+                continue
+            problem = _one_provider(ctx, package, full, name, req, platform, refs)
+            if problem:
+                return problem
+    return None
+
+
+def _one_provider(ctx: Context, package: str, full: Version, name: str, req: Requirement,
+                  platform: str, refs: Sequence[IndexRef]) -> str | None:
+    pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
+    if not pinned or Version(pinned[0]) != full or str(Version(pinned[0])) != str(full):
+        return (f"{package} {full}: provider {name} is required as {req.specifier or 'any'}"
+                f", not at the shim's full version {full}")
+    try:
+        releases = _releases(ctx, name, refs)
+    except (UnknownPackage, IndexError_) as exc:
+        return f"{package} {full}: provider {name}: {exc}"
+    provided = releases.get(full)
+    if not provided:
+        return f"{package} {full}: provider {name} {full} is not published on {refs[0].url}"
+    lacking = [m for m in ctx.env.missing(provided)
+               if m.startswith(_platform_name(platform))]
+    if lacking:
+        return f"{package} {full}: provider {name} {full} has no wheel for " \
+               f"{'; '.join(lacking)}"
     return None
 
 
