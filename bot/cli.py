@@ -169,7 +169,8 @@ def _github_commands(sub: Any) -> None:
                                       "gate.json artifacts")):
         cmd = sub.add_parser(name, help=text)
         add_github_options(cmd)
-        cmd.add_argument("--pr", type=int, required=True, help="pull request number")
+        cmd.add_argument("--pr", type=int, required=name == "verify-pr",
+                         help="pull request number (not with --channel nightly)")
         cmd.add_argument("--sha", required=True, help="the commit the GPU jobs test")
         cmd.add_argument("--repo", type=Path, default=Path("."),
                          help="a git checkout of the target (the policy is read from the "
@@ -181,8 +182,38 @@ def _github_commands(sub: Any) -> None:
             cmd.add_argument("--reports", type=Path, required=True, metavar="DIR",
                              help="the downloaded gpu-gate-<job> artifacts")
             cmd.add_argument("--target-url", default="", help="link of each status")
+            _nightly_args(cmd, channel=True)
         cmd.add_argument("--json", action="store_true", help="print the result as JSON")
         cmd.set_defaults(handler=cmd_gpu_report)
+
+    verify = sub.add_parser("verify-nightly", help="refuse a nightly GPU gate dispatch that is "
+                                                   "not the default branch's head and the "
+                                                   "runner's own nightly plan")
+    add_plan_options(verify)
+    add_github_options(verify)
+    _nightly_args(verify)
+    verify.set_defaults(handler=cmd_verify_nightly)
+    board = sub.add_parser("nightly-dashboard", help="show the nightly gate's statuses on the "
+                                                     "dashboard issue")
+    add_github_options(board)
+    board.add_argument("--repo", type=Path, default=Path("."),
+                       help="a git checkout of the target (its origin is the remote)")
+    _nightly_args(board)
+    board.add_argument("--json", action="store_true", help="print the dashboard's number")
+    board.set_defaults(handler=cmd_nightly_dashboard)
+
+
+def _nightly_args(cmd: argparse.ArgumentParser, *, channel: bool = False) -> None:
+    """The nightly gate's arguments: the base commit, the versions the dispatch names."""
+    if channel:
+        cmd.add_argument("--channel", choices=("stable", "nightly"), default="stable",
+                         help="nightly: statuses pinbump/nightly-gate/<job> on a commit of "
+                              "the default branch (no PR)")
+    else:
+        cmd.add_argument("--sha", required=True, help="the default branch's head commit")
+    cmd.add_argument("--versions", default="", metavar="TEXT",
+                     help="the nightly set: NAME==VERSION pairs separated by spaces")
+    cmd.add_argument("--base", default="main", help="the default branch (default: main)")
 
 
 def _tool_commands(sub: Any) -> None:
@@ -238,6 +269,10 @@ def _tool_commands(sub: Any) -> None:
     gate.add_argument("--deploy-head", type=Path, metavar="DIR",
                       help="... and what this checkout of the PR head deploys (indexes and "
                            "policy still from --deploy-base)")
+    gate.add_argument("--nightly-versions", metavar="TEXT",
+                      help="with --deploy-base, instead of --deploy-head: the candidate is the "
+                           "base's deployed set at these nightly versions (NAME==VERSION pairs "
+                           "separated by spaces), from the nightly indexes")
     gate.add_argument("--cuda-variant", type=_cuda_variant, metavar="cuXYZ",
                       help="the runner's CUDA variant for per-variant indexes (cu129, cu130; "
                            "auto: torch's CUDA version on this runner)")
@@ -424,6 +459,10 @@ def cmd_gpu_report(args: argparse.Namespace) -> int:
 
     if not re.fullmatch(r"[0-9a-f]{40}", args.sha):
         raise InputError(f"--sha {args.sha[:60]!r}: expected a full 40-hex commit SHA")
+    if getattr(args, "channel", "stable") == "nightly":
+        return _report_nightly(args)
+    if args.pr is None:
+        raise InputError(f"{args.command}: --pr is required (or --channel nightly)")
     target = GateTarget(args.pr, args.sha, args.allow_label)
     if args.command == "verify-pr":
         code = run_verify(_github_options(args), target, args.repo, out=sys.stderr)
@@ -435,6 +474,47 @@ def cmd_gpu_report(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"pr": args.pr, "sha": args.sha, "statuses": [
             {"job": r.job, "state": r.state, "description": r.description} for r in results]})
+    return 0
+
+
+def _full_sha(sha: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{40}", sha):
+        raise InputError(f"--sha {sha[:60]!r}: expected a full 40-hex commit SHA")
+    return sha
+
+
+def _report_nightly(args: argparse.Namespace) -> int:
+    from bot.commands.nightly import run_report_nightly
+
+    if args.pr is not None or args.allow_label:
+        raise InputError("report-gpu --channel nightly: no --pr or --allow-label (the nightly "
+                         "gate tests the default branch, never a PR)")
+    results = run_report_nightly(_github_options(args), args.repo, _full_sha(args.sha),
+                                 args.versions, args.base, args.reports,
+                                 target_url=args.target_url, out=sys.stderr)
+    if args.json:
+        _print_json({"sha": args.sha, "channel": "nightly", "statuses": [
+            {"job": r.job, "state": r.state, "description": r.description} for r in results]})
+    return 0
+
+
+def cmd_verify_nightly(args: argparse.Namespace) -> int:
+    from bot.commands.nightly import run_verify_nightly
+
+    result = run_verify_nightly(plan_options(args), _github_options(args),
+                                _full_sha(args.sha), args.versions, args.base, out=sys.stderr)
+    if args.json:
+        _print_json({**result, "verified": True})
+    return 0
+
+
+def cmd_nightly_dashboard(args: argparse.Namespace) -> int:
+    from bot.commands.nightly import run_nightly_dashboard
+
+    number = run_nightly_dashboard(_github_options(args), args.repo, _full_sha(args.sha),
+                                   args.versions, args.base, out=sys.stderr)
+    if args.json:
+        _print_json({"dashboard": number, "sha": args.sha})
     return 0
 
 
@@ -643,14 +723,21 @@ def cmd_gpu_gate(args: argparse.Namespace) -> int:
     if args.install:
         installs = read_install_file(args.install)
     elif args.deploy_base or args.deploy_head:
-        if not (args.deploy_base and args.deploy_head):
-            raise InputError("gpu-gate: --deploy-base and --deploy-head go together")
+        nightly = args.nightly_versions is not None
+        if not args.deploy_base or bool(args.deploy_head) == nightly:
+            raise InputError("gpu-gate: --deploy-base goes with --deploy-head, or with "
+                             "--nightly-versions")
         variant = args.cuda_variant
         if variant == "auto":
             from bot.commands.gpu_gate import runner_cuda_variant
 
             variant = runner_cuda_variant()
-        installs = deploy_lists(args.deploy_base, args.deploy_head, variant)
+        if nightly:
+            from bot.commands.gpu_gate import nightly_lists
+
+            installs = nightly_lists(args.deploy_base, args.nightly_versions, variant)
+        else:
+            installs = deploy_lists(args.deploy_base, args.deploy_head, variant)
     min_tests = args.min_tests
     if min_tests is None and args.job:
         from bot.commands.context import load_workspace

@@ -776,13 +776,16 @@ def test_unfixable_calls_put_a_banner_on_top_and_fail_the_gate(
 
 def test_nightly_channel_reports_and_opens_no_pr(world: World,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """--channel nightly is an early warning: the plan and body are computed, nothing is
-    pushed and no PR is opened unless nightly-prs = true."""
+    """--channel nightly is an early warning: nothing is pushed and no PR is opened unless
+    nightly-prs = true; the GPU gate is dispatched on the base's head (tests/
+    test_nightly_gate.py has the rest)."""
     assert world.run("--channel", "nightly") == 0
     captured = capsys.readouterr()
-    assert "--channel nightly: report only, no branch and no PR" in captured.err
-    assert world.emu.log == []
+    assert "--channel nightly: no branch and no PR" in captured.err
+    assert not [i for i in world.emu.state.items.values() if i["pr"]]
     assert "pinbump" not in git(world.bare, "branch", "--list")
+    [dispatch] = world.emu.state.dispatches
+    assert dispatch["inputs"]["channel"] == "nightly" and "pr" not in dispatch["inputs"]
 
 
 # -- merging by the repository's rules (issue 16, item 4) ------------------------------------

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from bot.cli import build_parser, main
+from bot.commands.nightly import NIGHTLY_INPUTS
 from bot.commands.pr import GATE_INPUTS
 from bot.core.config import Policy
 
@@ -138,7 +139,8 @@ def test_every_pinbump_call_uses_real_subcommands_and_flags(path: Path) -> None:
 def test_gate_inputs_match_what_pinbump_run_dispatches() -> None:
     gate = load(ROOT / "workflows" / "pinbump-gpu-gate.yml")
     declared = gate["on"]["workflow_dispatch"]["inputs"]
-    assert tuple(declared) == GATE_INPUTS
+    assert tuple(declared) == (*GATE_INPUTS, *NIGHTLY_INPUTS)
+    assert declared["channel"]["options"] == ["stable", "nightly"]
     assert Path(Policy().gate_workflow).name == "pinbump-gpu-gate.yml"
     for path in SHIPPED:
         used = set(re.findall(r"inputs\.(\w+)", path.read_text()))
@@ -160,8 +162,17 @@ def test_gpu_jobs_never_run_fork_code() -> None:
     assert any(c.startswith("verify-pr") and "--allow-label" not in c for c in calls), \
         "a dispatch is verified as a bot PR, with no label admitting anything else"
     dispatch = [s for s in verify["steps"] if "verify-pr" in str(s.get("run", ""))]
-    assert {s["if"] for s in dispatch} == {"github.event_name == 'workflow_dispatch'",
-                                           "github.event_name != 'workflow_dispatch'"}
+    assert {s["if"] for s in dispatch} == {
+        "github.event_name == 'workflow_dispatch' && inputs.channel != 'nightly'",
+        "github.event_name != 'workflow_dispatch'"}
+    [nightly] = [s for s in verify["steps"] if "verify-nightly" in str(s.get("run", ""))]
+    assert nightly["if"] == "github.event_name == 'workflow_dispatch' && inputs.channel == " \
+                            "'nightly'"
+    assert '--versions="$VERSIONS"' in nightly["run"]  # one argument, never an option
+    assert gate["jobs"]["gate"]["if"] == "inputs.channel != 'nightly'"  # never a merge
+    board = gate["jobs"]["nightly-dashboard"]
+    assert board["permissions"] == {"contents": "read", "issues": "write", "statuses": "read"}
+    assert "download-artifact" not in str(board["steps"])  # it reads no GPU job's output
 
 
 def _gpu_jobs(doc: dict) -> dict[str, dict]:

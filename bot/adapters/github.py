@@ -280,6 +280,10 @@ class GitHub:
                               f"{self._repo_name}; nothing was pushed")
 
     # -- who we are ------------------------------------------------------------------------
+    def default_branch(self) -> str:
+        """The repository's default branch, as GitHub reports it."""
+        return str(self.repo.default_branch)
+
     def identity(self) -> str:
         """The login of the token's account: GET /user for a user token; an App's or the
         workflow's installation token cannot read /user, so GraphQL's ``viewer`` then."""

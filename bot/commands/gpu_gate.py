@@ -503,3 +503,29 @@ def deploy_lists(base_repo: Path, head_repo: Path, variant: str | None
     head = base if head_repo.resolve() == base_repo.resolve() else load_workspace(head_repo)
     return (tuple(deploy_specs(pinned(base_repo, base), indexes, str(base_repo))),
             tuple(deploy_specs(pinned(head_repo, head), indexes, str(head_repo))))
+
+
+def nightly_lists(base_repo: Path, versions_text: str, variant: str | None
+                  ) -> tuple[tuple[InstallSpec, ...], tuple[InstallSpec, ...]]:
+    """The nightly gate's installs: the baseline is what the base deploys; the candidate the
+    same packages at the nightly versions (validated: canonical names of the group, normalized
+    versions), each from the base policy's nightly indexes for it."""
+    from bot.commands.context import load_workspace
+    from bot.commands.plan import index_model
+    from bot.core.artifacts import install_spec
+    from bot.core.nightly import parse_versions
+
+    wanted = parse_versions(versions_text)
+    baseline, _ = deploy_lists(base_repo, base_repo, variant)
+    ws = load_workspace(base_repo, {"channel": "nightly"})
+    group = ws.policy.active_group
+    packages = (group.lead, *group.lockstep)
+    parse_versions(versions_text, packages)
+    if group.lead not in wanted:
+        raise InputError(f"--nightly-versions: names no version of {group.lead}")
+    indexes = package_indexes(index_model(ws.target, ws.policy), packages, variant)
+    candidate = tuple(
+        install_spec(f"--nightly-versions: {s.package}", s.package, wanted[s.package],
+                     indexes.get(s.package, ())) if s.package in wanted else s
+        for s in baseline)
+    return baseline, candidate

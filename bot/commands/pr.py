@@ -60,6 +60,7 @@ from bot.core.decisions import (
 )
 from bot.core.drift import DriftReport, ReviewSource
 from bot.core.models import Channel, CheckState, Plan, PrState, PullInfo, StatusState
+from bot.core.nightly import carried_section, with_section
 from bot.core.prbody import (
     DASHBOARD_TITLE,
     GateInfo,
@@ -158,12 +159,14 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
             remote: str = "origin", out: IO[str], gate_report: ReviewSource | None = None,
             recreate: bool = False, rebase: bool = False) -> RunResult:
     """The door of ``pinbump run``: services built once, the base checked out once."""
-    if plan_opts.channel == Channel.NIGHTLY and not dry_run \
-            and not load_workspace(plan_opts.repo, plan_opts.overrides).policy.nightly_prs:
-        # Nightly plans are early warnings for GPU runs: reported, never a PR unless asked.
-        print("pinbump: --channel nightly: report only, no branch and no PR (set nightly-prs "
-              "= true in the config to open them)", file=out)
-        dry_run = True
+    nightly = plan_opts.channel == Channel.NIGHTLY \
+        and not load_workspace(plan_opts.repo, plan_opts.overrides).policy.nightly_prs
+    if nightly:
+        # Nightly plans are early warnings for GPU runs: the gate is dispatched on the base's
+        # head (bot.commands.nightly), never a branch or a PR unless asked.
+        print("pinbump: --channel nightly: no branch and no PR (set nightly-prs = true in the "
+              "config to open them); the GPU gate runs the nightly set on the base's head",
+              file=out)
     token = gh_opts.token(needed=not dry_run)
     root = plan_opts.repo
     if Git(root).run("rev-parse", "--is-inside-work-tree", check=False) != "true":
@@ -175,6 +178,10 @@ def run_bot(plan_opts: PlanOptions, gh_opts: GitHubOptions, base: str, *, dry_ru
             scratch_checkout(git, url, base) as scratch:
         ws = load_workspace(scratch.cwd, plan_opts.overrides)
         bot = BotServices(services, scratch, github)
+        if nightly:
+            from bot.commands.nightly import nightly_gate
+
+            return nightly_gate(ws, bot, RunOptions(base, url, plan_opts.as_of, gh_opts.repo))
         return bump(ws, bot, RunOptions(base, url, plan_opts.as_of, gh_opts.repo, gate_report,
                                         recreate, rebase))
 
@@ -499,6 +506,8 @@ def _dashboard(bot: BotServices, plan: Plan, pr: PullInfo | None, policy: Policy
     body = dashboard_body(plan, pr.url if pr else None, state, ignored=view.ignored,
                           marks=view.marks, held=view.held)
     found = github.find_issue(DASHBOARD_TITLE, DASHBOARD_LABEL)
+    if found is not None:  # the nightly gate's section (bot.commands.nightly) stays
+        body = with_section(body, carried_section(found.body))
     action = decide_dashboard(found, body)
     if action == DashboardAction.CREATE or found is None:
         github.ensure_labels([DASHBOARD_LABEL])

@@ -28,6 +28,7 @@ class RunAction(Vocabulary):
     DRY_RUN = "dry-run"
     IGNORED = "ignored"  # the newest set is ignored (/pinbump ignore)
     HELD = "held"  # hand edits on the bot branch hold the bump back
+    NIGHTLY = "nightly"  # --channel nightly: the nightly gate (bot.commands.nightly), no PR
 
 
 @dataclass(frozen=True)
