@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from test_run_gate import TOKEN, World, git
+from test_schemas import valid
 from test_shipped import DAY0, shipped
 
 from bot.cli import main
@@ -114,8 +115,8 @@ def test_run_nightly_dispatches_once_on_the_base_head_and_opens_no_pr(
 def test_the_dispatch_run_makes_is_accepted(world: World, fi: FlashInferIndex,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     assert verify(world, fi, head(world), VERSIONS, "--json") == 0
-    assert json.loads(capsys.readouterr().out) == {"sha": head(world), "versions": VERSIONS,
-                                                   "verified": True}
+    assert valid("verify-nightly", capsys.readouterr().out) == {
+        "sha": head(world), "versions": VERSIONS, "verified": True}
 
 
 def test_a_sha_that_is_not_the_base_head_is_refused(world: World, fi: FlashInferIndex,
@@ -188,7 +189,11 @@ def test_the_result_is_a_status_and_shown_on_the_dashboard_never_a_pr(
     url = "https://github.com/acme/serving/actions/runs/7"
     assert main(["report-gpu", *github_args(world), "--channel", "nightly", "--sha", sha,
                  f"--versions={VERSIONS}", "--repo", str(world.checkout), "--reports",
-                 str(reports), "--target-url", url]) == 0
+                 str(reports), "--target-url", url, "--json"]) == 0
+    report = valid("report-gpu", capsys.readouterr().out)
+    assert report == {"sha": sha, "channel": "nightly", "statuses": [
+        {"job": "sm90", "state": "success", "description": "gpu_tests passed"},
+        {"job": "multi-gpu", "state": "failure", "description": "gpu_tests failed"}]}
     final = {s["context"]: s["obj"] for s in world.emu.state.statuses if s["sha"] == sha}
     assert final["pinbump/nightly-gate/sm90"]["state"] == "success"
     assert final["pinbump/nightly-gate/multi-gpu"]["state"] == "failure"
@@ -198,8 +203,11 @@ def test_the_result_is_a_status_and_shown_on_the_dashboard_never_a_pr(
                  "--sha", sha, f"--versions={VERSIONS}", "--repo", str(world.checkout),
                  "--reports", str(reports)]) == 2  # a nightly status never names a PR
     assert main(["nightly-dashboard", *github_args(world), "--sha", sha,
-                 f"--versions={VERSIONS}", "--repo", str(world.checkout)]) == 0
+                 f"--versions={VERSIONS}", "--repo", str(world.checkout), "--json"]) == 0
+    board = valid("nightly-dashboard", capsys.readouterr().out)
     body = dashboard(world)
+    assert board == {"dashboard": next(n for n, i in world.emu.state.items.items()
+                                       if not i["pr"]), "sha": sha}
     assert f"| `pinbump/nightly-gate/sm90` | [passed]({url}) |" in body
     assert f"| `pinbump/nightly-gate/multi-gpu` | [failed]({url}) |" in body
     assert "> **The nightly flashinfer-python fails the GPU gate**" in body

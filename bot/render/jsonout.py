@@ -12,7 +12,8 @@ from importlib import resources
 from typing import Any
 
 SCHEMAS = ("plan", "apply", "drift", "run", "pins", "gate", "command", "verify-pr",
-           "report-gpu", "status", "install-workflows", "gpu-gate", "bisect")
+           "report-gpu", "status", "install-workflows", "gpu-gate", "bisect",
+           "verify-nightly", "nightly-dashboard")
 
 
 def to_json(data: object, *, one_line: bool = False, sort_keys: bool = False,
