@@ -55,6 +55,7 @@ PUBLISHED: list[tuple[str, tuple[str, ...], type[Vocabulary]]] = [
 SOME_OF: list[tuple[str, tuple[str, ...], tuple[Vocabulary, ...]]] = [
     ("report-gpu", ("properties", "statuses", "items", "properties", "state"),
      (StatusState.SUCCESS, StatusState.FAILURE)),
+    ("report-gpu", ("properties", "channel"), (Channel.NIGHTLY,)),  # absent: a PR's gate
 ]
 # Enums over object keys, not values: which side of the A/B comparison a table is about
 # ("baseline", "candidate"); those names are also the gate's option and field names.
