@@ -5,6 +5,8 @@ with griffe, as drift loads a wheel's."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -12,13 +14,16 @@ from test_drift_reach import build
 
 from bot.core.api import ApiIndex
 from bot.core.drift import (
+    CallSite,
     DriftReport,
     Finding,
     analyse,
     find_rename,
     is_public,
     reachable_breakages,
+    scan_source,
 )
+from bot.core.models import SiteKind, Via
 
 BINDS = "the call binds as before; review whether it should pass the new or changed parameters"
 
@@ -296,3 +301,18 @@ def test_only_breaking_findings_without_a_fix_need_a_hand_fix() -> None:
         finding("breaking"), finding("breaking", ((1, "b"),)), finding("review")])
     assert report.unfixed == [report.findings[0]]
     assert report.breaking == report.findings[:2]
+
+
+def test_a_site_read_back_from_the_scan_cache_is_the_same_site() -> None:
+    """The scan cache stores sites as JSON: read back, kind and via are the vocabularies
+    again, not bare strings."""
+    code = "import kernelpkg as k\nk.g(1, key=2)\nhasattr(k, 'h')\nx = 'kernelpkg.comm'\n"
+    sites = scan_source("t.py", code, {"kernelpkg"})
+    rows = json.loads(json.dumps([asdict(s) for s in sites]))
+    back = [CallSite(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()})
+            for row in rows]
+    assert back == sites
+    assert [(type(s.kind), type(s.via), s.kind, s.via) for s in back] == [
+        (SiteKind, Via, SiteKind.CALL, Via.DIRECT),
+        (SiteKind, Via, SiteKind.REFERENCE, Via.HASATTR),
+        (SiteKind, Via, SiteKind.REFERENCE, Via.STRING)]
