@@ -34,6 +34,7 @@ from bot.core.models import (
     Via,
     Vocabulary,
 )
+from bot.core.resolve import PinMode
 from bot.render.jsonout import schema, to_json
 from servers import PypiServer
 from test_apply import TREE, publish, write_tree
@@ -151,14 +152,14 @@ def test_apply_json_literal_edits_are_published(pypi: PypiServer, tmp_path: Path
 def _every_vocabulary() -> list[type[Vocabulary]]:
     """Every Vocabulary of the modules that hold them."""
     homes = {"bot.core.models", "bot.core.api", "bot.core.decisions", "bot.core.bisect",
-             "bot.commands.chatops"}
+             "bot.core.resolve", "bot.commands.chatops"}
     found: list[type[Vocabulary]] = []
     todo = list(Vocabulary.__subclasses__())
     while todo:
         cls = todo.pop()
         found += [cls] if cls.__module__ in homes else []
         todo += cls.__subclasses__()
-    assert ParamKind in found and RunAction in found
+    assert ParamKind in found and RunAction in found and PinMode in found
     return sorted(found, key=lambda c: c.__name__)
 
 
