@@ -443,14 +443,22 @@ def _directives(headers: Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for part in headers.get("cache-control", "").split(","):
         name, _, value = part.strip().partition("=")
-        if name:
-            out.setdefault(name.strip().lower(), value.strip().strip('"'))
+        name, value = name.strip().lower(), value.strip().strip('"')
+        if name and out.setdefault(name, value) != value:
+            out[name] = ""  # the same directive twice, disagreeing: no value (RFC 9111 4.2.1)
     return out
 
 
+# The longest an index's page is used without asking it again, whatever its max-age says:
+# PyPI itself sends max-age=600 for its simple pages; an index (hostile or misconfigured)
+# sending max-age=315360000 must not hide new releases and yanks from pinbump for years.
+MAX_FRESH_SECONDS = 600.0
+
+
 def _seconds(value: str | None) -> int | None:
-    """A delta-seconds value (digits only), else None."""
-    return int(value) if value and value.isdigit() and len(value) <= 12 else None
+    """A delta-seconds value (ASCII digits only), else None."""
+    ok = value and value.isascii() and value.isdigit() and len(value) <= 12
+    return int(value) if ok and value else None
 
 
 def _freshness(headers: Mapping[str, str], now: float) -> dict[str, float]:
@@ -462,7 +470,7 @@ def _freshness(headers: Mapping[str, str], now: float) -> dict[str, float]:
     if max_age is None or "no-cache" in directives or "no-store" in directives:
         return {}
     age = _seconds(headers.get("age")) or 0
-    return {"stored-at": now, "max-age": float(max(0, max_age - age))}
+    return {"stored-at": now, "max-age": float(min(MAX_FRESH_SECONDS, max(0, max_age - age)))}
 
 
 def _fresh(meta: Mapping[str, Any], now: float) -> bool:
@@ -471,7 +479,7 @@ def _fresh(meta: Mapping[str, Any], now: float) -> bool:
     stored_at, max_age = meta.get("stored-at"), meta.get("max-age")
     if not isinstance(stored_at, (int, float)) or not isinstance(max_age, (int, float)):
         return False
-    return 0 <= now - stored_at < max_age
+    return 0 <= now - stored_at < min(max_age, MAX_FRESH_SECONDS)  # capped again when read
 
 
 def _read_meta(entry: Path | None) -> dict[str, Any] | None:
