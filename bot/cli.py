@@ -158,6 +158,9 @@ def _github_commands(sub: Any) -> None:
     which.add_argument("--dashboard", action="store_true",
                        help="run the commands ticked on the dashboard issue")
     command.add_argument("--sender", help="with --dashboard: who ticked the boxes")
+    command.add_argument("--issue", type=int, help="with --dashboard: the issue whose edit "
+                                                   "this is (nothing runs unless it is the "
+                                                   "dashboard)")
     command.set_defaults(handler=cmd_command)
 
     pr_gate.add_argument("--json", action="store_true",
@@ -446,7 +449,7 @@ def cmd_command(args: argparse.Namespace) -> int:
     if args.dashboard:
         if not args.sender:
             raise InputError("--dashboard needs --sender LOGIN (who ticked the boxes)")
-        results = run_dashboard(ctx, args.sender)
+        results = run_dashboard(ctx, args.sender, args.issue)
     else:
         results = [run_comment(ctx, args.comment_id)]
     if args.json:

@@ -266,3 +266,47 @@ def test_dashboard_checkbox_from_outsider_is_refused_once(
     assert "pinbump:ignored" not in people.emu.state.items[dash]["body"]
     assert len(people.emu.state.dispatches) == 1
     assert len(people.emu.writes()) == writes + 4 + 2 + 1  # ticks, unticks, one refusal
+
+
+# -- red team: an issue that imitates the dashboard commands nothing -------------------------
+def imitation(world: World, token: str, body: str, labels: list[str]) -> int:
+    """An issue with the dashboard's title (and, from a triager, its label), not the bot's."""
+    from bot.core.prbody import DASHBOARD_TITLE
+
+    return int(api(world, "POST", "/issues", token, title=DASHBOARD_TITLE, body=body,
+                   labels=labels)["number"])
+
+
+def test_an_imitation_dashboard_ignores_nothing_and_is_never_edited(
+        people: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """A triager (no write access) opens the dashboard's title with its label before the bot
+    ever made one, carrying an ignored-version marker: the bot's dashboard is its own."""
+    people.emu.add_account(TRIAGER, "triager", permission="triage")
+    fake = imitation(people, TRIAGER, "<!-- pinbump:ignored 0.6.11 -->\n"
+                     "- [x] <!-- pinbump:do ignore 0.6.11 --> x", ["pinbump"])
+    before = dict(people.emu.state.items[fake])
+    first = opened(people, capsys)
+    assert first["action"] == "opened" and first["branch"] == "pinbump/flashinfer-0.6.11"
+    assert first["dashboard"] != fake
+    assert people.emu.state.items[first["dashboard"]]["author"] != "triager"
+    assert people.emu.state.items[fake] == before  # never edited
+    assert dashboard_command(people, "maintainer", capsys) == []  # its box commands nothing
+    assert people.emu.state.items[first["pr"]]["state"] == "open"
+
+
+def test_an_outsider_editing_their_own_issue_leaves_a_maintainers_box_alone(
+        people: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """The ``issues`` ``edited`` event of an issue an outsider opened with the dashboard's
+    title: nothing is unticked, nobody refused; the maintainer's own run then does the box."""
+    first = opened(people, capsys)
+    dash = first["dashboard"]
+    tick(people, dash, "gate")
+    fake = imitation(people, OUTSIDER, "- [x] <!-- pinbump:do gate --> x", [])
+    assert command(people, "--dashboard", "--sender", "passerby", "--issue", str(fake)) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert "- [x] <!-- pinbump:do gate -->" in people.emu.state.items[dash]["body"]
+    assert replies(people, dash) == [] and replies(people, fake) == []
+    assert command(people, "--dashboard", "--sender", "maintainer", "--issue", str(dash)) == 0
+    [done] = json.loads(capsys.readouterr().out)
+    assert (done["verb"], done["state"]) == ("gate", "done")
+    assert len(people.emu.state.dispatches) == 2

@@ -423,11 +423,18 @@ class GitHub:
                    input={"labels": names})
 
     def find_issue(self, title: str, label: str) -> IssueInfo | None:
+        """The open issue with this title and label that the token's own account opened:
+        anyone can open an issue with the same title (and a triager label it), and its body
+        (ticked boxes, ignored-version markers) must command nothing."""
         issues = self._call("listing issues", lambda: list(
             self.repo.get_issues(state="open", labels=[label])))
+        mine: str | None = None
         for issue in issues:
             if issue.title == title and issue.pull_request is None:
-                return IssueInfo(issue.number, issue.title, issue.body or "", issue.html_url)
+                mine = mine or self.identity()
+                if issue.user is not None and issue.user.login == mine:
+                    return IssueInfo(issue.number, issue.title, issue.body or "",
+                                     issue.html_url)
         return None
 
     def create_issue(self, title: str, body: str, labels: list[str]) -> IssueInfo:

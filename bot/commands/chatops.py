@@ -97,13 +97,17 @@ def run_comment(ctx: Context, comment_id: int) -> CommandResult:
     return CommandResult(command.verb, number, state, reply)
 
 
-def run_dashboard(ctx: Context, sender: str) -> list[CommandResult]:
-    """The door of ``pinbump command --dashboard``: the boxes ``sender`` ticked."""
+def run_dashboard(ctx: Context, sender: str, issue: int | None = None) -> list[CommandResult]:
+    """The door of ``pinbump command --dashboard``: the boxes ``sender`` ticked. ``issue`` is
+    the issue whose edit this is: an edit of any other issue (one an outsider opened with the
+    dashboard's title) touches nothing, not even a maintainer's box waiting for its run."""
     token = ctx.gh_opts.token() or ""
     github = ctx.gh_opts.client(token)
     found = github.find_issue(DASHBOARD_TITLE, DASHBOARD_LABEL)
-    commands = checked_commands(found.body) if found else []
-    if found is None or not commands:
+    if found is None or (issue is not None and issue != found.number):
+        return []
+    commands = checked_commands(found.body)
+    if not commands:
         return []
     github.edit_issue(found.number, untick(found.body))  # a box runs once
     if not may_command(github.permission(sender)):
