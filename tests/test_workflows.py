@@ -101,7 +101,8 @@ def test_conventions(path: Path) -> None:
                 "no expressions inside scripts (template injection): pass them through env"
 
 
-SAMPLES = {"state": "success", "PR": "7", "COMMENT_ID": "123", "ISSUE": "9"}  # values that must parse
+# values that must parse
+SAMPLES = {"state": "success", "PR": "7", "COMMENT_ID": "123", "ISSUE": "9"}
 
 
 def _sample(m: re.Match[str]) -> str:

@@ -81,8 +81,9 @@ def refused_before(login: str, comments: Iterable[str]) -> bool:
 
 # -- ignored versions -------------------------------------------------------------------------
 def version_of(branch: str, prefix: str) -> str | None:
-    """The target version a bot branch names (raw; ``_version`` normalizes and checks it)."""
-    return branch[len(prefix):] if branch.startswith(prefix) else None
+    """The target version a bot branch names, normalized; None when it names none (a fork
+    PR's branch is its owner's to name: ``@acme/admins`` must never reach a reply)."""
+    return _version(branch[len(prefix):]) if branch.startswith(prefix) else None
 
 
 def ignored_versions(closed: Sequence[PullInfo], prefix: str, dashboard_body: str
@@ -90,7 +91,7 @@ def ignored_versions(closed: Sequence[PullInfo], prefix: str, dashboard_body: st
     """version -> how to undo, from closed-unmerged bot PRs and the dashboard's markers."""
     out: dict[str, str] = {}
     for pr in closed:
-        version = _version(version_of(pr.head_ref, prefix) or "")
+        version = version_of(pr.head_ref, prefix)
         if version is None or pr.merged or SUPERSEDED in pr.labels or UNIGNORED in pr.labels:
             continue
         out.setdefault(version, f"#{pr.number} was closed without merging: comment "
