@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from bot.core.botpr import CommitAuthor
+from bot.core.chatops import WRITE_ROLES
 from bot.core.models import Check, CheckState, IssueInfo, PrState, PullInfo, StatusState
 from bot.core.release_notes import Release
 from bot.errors import GitHubError, InputError
@@ -148,6 +149,7 @@ class GitHub:
                           retry=retry, per_page=100, seconds_between_writes=write_interval,
                           seconds_between_requests=write_interval / 4)
         self._repo: Any = None
+        self._me: str | None = None  # identity(), once read
 
     # -- the door: every call goes through here so errors are uniform and token-free ------
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -423,19 +425,28 @@ class GitHub:
                    input={"labels": names})
 
     def find_issue(self, title: str, label: str) -> IssueInfo | None:
-        """The open issue with this title and label that the token's own account opened:
+        """The open issue with this title and label opened by a trusted account (``_trusted``):
         anyone can open an issue with the same title (and a triager label it), and its body
         (ticked boxes, ignored-version markers) must command nothing."""
         issues = self._call("listing issues", lambda: list(
             self.repo.get_issues(state="open", labels=[label])))
-        mine: str | None = None
         for issue in issues:
-            if issue.title == title and issue.pull_request is None:
-                mine = mine or self.identity()
-                if issue.user is not None and issue.user.login == mine:
-                    return IssueInfo(issue.number, issue.title, issue.body or "",
-                                     issue.html_url)
+            if issue.title == title and issue.pull_request is None and \
+                    issue.user is not None and self._trusted(issue.user.login):
+                return IssueInfo(issue.number, issue.title, issue.body or "", issue.html_url)
         return None
+
+    def _trusted(self, login: str) -> bool:
+        """An issue author whose issue may be the bot's: the token's own account, the
+        repository's workflow token (a dashboard made with ``github.token``, read with a PAT,
+        or the reverse), or anyone with write access (who could edit the real one anyway)."""
+        self._me = self._me or self.identity()
+        if login in (self._me, "github-actions[bot]"):
+            return True
+        try:
+            return self.permission(login) in WRITE_ROLES
+        except GitHubError:  # not a collaborator (404), or unreadable: not trusted
+            return False
 
     def create_issue(self, title: str, body: str, labels: list[str]) -> IssueInfo:
         issue = self._call("creating the dashboard issue", self.repo.create_issue,
