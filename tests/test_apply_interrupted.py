@@ -286,3 +286,56 @@ def test_a_journal_is_finished_and_a_dry_run_previews_it(pypi: PypiServer, tmp_p
     assert not (state_folder(repo) / JOURNAL).exists()
     assert main(["apply", "--repo", str(repo), "--index-url", pypi.url]) == 0
     assert capsys.readouterr().out.startswith("pinbump apply: no change")
+
+
+# -- red team: a journal the tree shipped, FIFOs where git's files are -----------------------
+def test_a_planted_journal_deletes_nothing_outside_its_temporary_files(tmp_path: Path) -> None:
+    """A tree that comes with its own ``.git/`` (an archive) may carry a journal: its token is
+    not a path (``x/../../victim`` through a folder the tree ships) and a file it names behind
+    a link out of the tree is not followed; such a journal is refused, nothing is removed."""
+    repo = tmp_path / "repo"
+    (repo / ".git" / "pinbump").mkdir(parents=True)
+    (repo / ".a.pinbump-x").mkdir()  # makes .../.a.pinbump-x/../../victim resolve
+    victim = tmp_path / "victim"
+    victim.write_text("the user's file")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / "link").symlink_to(outside)
+    token = "0123456789abcdef"
+    kept = outside / f".b{'.pinbump-'}{token}"
+    kept.write_text("not pinbump's")
+    journal = repo / ".git" / "pinbump" / JOURNAL
+    for planted in ({"token": "x/../../victim", "files": ["a"], "intent": {}},
+                    {"token": token, "files": ["link/b"], "intent": {}}):
+        journal.write_text(json.dumps(planted))
+        with target_lock(repo) as state:
+            try:
+                state.clean()
+            except WriteError as exc:
+                assert "not a pinbump journal" in str(exc)
+    assert victim.read_text() == "the user's file"
+    assert kept.read_text() == "not pinbump's"
+
+
+@pytest.mark.parametrize("where", ["dot git", "gitdir target", "back file"])
+def test_a_fifo_in_place_of_gits_files_blocks_nothing(tmp_path: Path, where: str) -> None:
+    """A FIFO as ``.git``, as the git dir a ``.git`` file names, or as that dir's ``gitdir``
+    file: never opened for reading (it would block), the private folder is used."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    gitdir = tmp_path / "gitdir"
+    if where == "dot git":
+        os.mkfifo(repo / ".git")
+    elif where == "gitdir target":
+        os.mkfifo(gitdir)
+        (repo / ".git").write_text(f"gitdir: {gitdir}\n")
+    else:
+        gitdir.mkdir()
+        for name in ("HEAD", "commondir"):
+            (gitdir / name).write_text("x\n")
+        os.mkfifo(gitdir / "gitdir")
+        (repo / ".git").write_text(f"gitdir: {gitdir}\n")
+    folder = state_folder(repo)
+    assert folder.parent.name == f"pinbump-{os.getuid()}"
+    with target_lock(repo) as state:
+        assert state.pending() is None

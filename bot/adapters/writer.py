@@ -19,6 +19,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import secrets
 import stat
 import tempfile
@@ -178,7 +179,8 @@ class TargetState:
             raise WriteError(f"{self.journal}: unreadable journal of an interrupted apply "
                              f"({exc}); remove it and run again") from None
         if not isinstance(data, dict) or not isinstance(data.get("files"), list) or \
-                not isinstance(data.get("token"), str):
+                not isinstance(data.get("token"), str) or \
+                not re.fullmatch(r"[0-9a-f]{16}", data["token"]):  # begin()'s, never a path
             raise WriteError(f"{self.journal}: not a pinbump journal; remove it and run again")
         return data
 
@@ -204,10 +206,13 @@ class TargetState:
         data = self.pending()
         removed: list[str] = []
         if data is not None:
+            real_root = self.root.resolve()
             for rel in data["files"]:
                 if not isinstance(rel, str) or rel.startswith("/") or ".." in rel.split("/"):
                     continue
                 tmp = _temp_path(self.root / rel, data["token"])
+                if not tmp.parent.resolve().is_relative_to(real_root):
+                    continue  # through a link out of the tree: not a file pinbump wrote
                 if os.path.lexists(tmp):
                     os.unlink(tmp)
                     removed.append(tmp.relative_to(self.root).as_posix())
