@@ -340,6 +340,8 @@ def test_commands_workflow_runs_pinbump_command_on_comments_and_dashboard_edits(
     condition = " ".join(job["if"].split())
     assert "startsWith(github.event.comment.body, '/pinbump ')" in condition
     assert "contains(github.event.issue.body, '- [x] <!-- pinbump:do ')" in condition
+    assert "contains(github.event.issue.labels.*.name, 'pinbump')" in condition  # an
+    # outsider's unlabelled look-alike never starts a job (nor cancels a pending one)
     assert doc["on"]["issues"]["types"] == ["edited"]  # a ticked dashboard box
     calls = [" ".join(c) for c in _invocations(doc)]
     assert any("--comment-id" in c for c in calls) and any("--dashboard" in c for c in calls)
