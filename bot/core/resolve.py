@@ -12,7 +12,7 @@ from typing import Protocol
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from bot.core.config import Group, Policy
 from bot.core.discovery import Target
@@ -505,7 +505,7 @@ def _variant_problem(ctx: Context, package: str, version: Version, *, exempt_age
             return f"{package} {full} was not yet published on {ctx.now:%Y-%m-%d}"
         if reason:
             return f"{package} {full}: {reason}"
-        problem = _provider_problem(ctx, package, full, files, refs)
+        problem = _provider_pins_problem(ctx, package, full, files, refs)
         if problem:
             return problem
         ctx.found_on.setdefault((package, version), refs[0].url)
@@ -890,3 +890,12 @@ def cutoff_for(as_of: str | None, present: datetime) -> datetime:
     return day + timedelta(days=1) - timedelta(microseconds=1)
 
 
+def _provider_pins_problem(ctx: Context, package: str, full: Version,
+                           files: Sequence[DistFile], refs: Sequence[IndexRef]) -> str | None:
+    """``_provider_problem``, where a provider pinned in the shim's Requires-Dist (the
+    index's text) by what is no version (``==0.7.*``, ``===anything``) is a reason to reject
+    the shim, never a crash."""
+    try:
+        return _provider_problem(ctx, package, full, files, refs)
+    except InvalidVersion as exc:
+        return f"{package} {full}: a provider's pin in its Requires-Dist is no version ({exc})"
