@@ -346,3 +346,16 @@ def test_a_lockstep_package_the_target_points_at_an_index_is_used_not_optional(h
     assert got.lead_target == "0.6.11"
     assert rejected(got)[(LEAD, "0.6.14")] == (
         "flashinfer-jit-cache 0.6.14+cu130 is not published on https://flashinfer.ai/whl/cu130")
+
+
+@pytest.mark.parametrize("current", [jit("0.6.8.post1", "cu129", yanked="bad build"),
+                                     R("0.6.8.post1+cu129", tags=(X86,))])
+def test_the_current_variant_build_is_kept_when_nothing_newer_is_complete(current: R) -> None:
+    rels = [jit("0.6.7", "cu129"), current]
+    pages = layout(**{f"{CU129}:flashinfer-jit-cache": rels,
+                      f"{PYPI}:{LEAD}": [R("0.6.7"), R("0.6.8.post1"), R("0.6.11")]})
+    got = run(Indexes(pages))
+    assert got.lead_target == "0.6.8.post1"
+    assert "flashinfer-jit-cache" not in changes(got)
+    assert rejected(got)[(LEAD, "0.6.11")] == (
+        "flashinfer-jit-cache 0.6.11+cu129 is not published on https://flashinfer.ai/whl/cu129")

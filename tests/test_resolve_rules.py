@@ -783,3 +783,19 @@ def test_after_an_unchanged_spec_the_next_spec_of_the_package_still_moves() -> N
     assert changes(got)[LEAD] == ("==0.6.8.post1", "==0.6.11")
     assert (LEAD, "<0.7", "newest version with flashinfer-cubin published at the same version") \
         in got.unchanged
+
+
+@pytest.mark.parametrize(("cubin", "policy", "warnings"), [
+    (R("0.6.8.post1", yanked="bad wheel"), None,
+     [f"flashinfer-cubin 0.6.8.post1 (pinned) is yanked: bad wheel; {KEPT}"]),
+    (R("0.6.8.post1", uploaded=NOW - timedelta(hours=1)), None, []),
+    (R("0.6.8.post1"), config(known_bad={"flashinfer-cubin": {"0.6.8.post1": "hangs"}}),
+     [f"flashinfer-cubin 0.6.8.post1 (pinned) is known bad: hangs (pinbump.toml); {KEPT}"]),
+])
+def test_the_current_leads_rejected_lockstep_pin_is_kept_never_downgraded(
+        cubin: R, policy: Policy | None, warnings: list[str]) -> None:
+    """cubin 0.6.11 is missing, so 0.6.8.post1 stays; its own cubin being yanked, too new or
+    known bad does not turn the current set down (nor send it back to 0.6.7)."""
+    got = plan({PYPI: pypi(flashinfer_cubin=[R("0.6.7"), cubin])}, policy=policy)
+    assert got.lead_target == "0.6.8.post1" and "flashinfer-cubin" not in changes(got)
+    assert got.warnings == warnings
