@@ -316,3 +316,16 @@ def test_a_site_read_back_from_the_scan_cache_is_the_same_site() -> None:
         (SiteKind, Via, SiteKind.CALL, Via.DIRECT),
         (SiteKind, Via, SiteKind.REFERENCE, Via.HASATTR),
         (SiteKind, Via, SiteKind.REFERENCE, Via.STRING)]
+
+
+@pytest.mark.parametrize("brk", ["\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_a_call_after_a_character_only_str_splitlines_breaks_at_keeps_its_line(brk: str
+                                                                              ) -> None:
+    """Python numbers lines at \\n, \\r\\n and \\r only; a form feed or \\u2028 in a comment
+    or a string does not shift a call's line, column or text."""
+    code = (f"import flashinfer\n# page{brk}break\n"
+            f"x = 'a{brk}b'; flashinfer.fp4_quantize(x)\nß = flashinfer.gemm(1)\n")
+    sites = scan_source("t.py", code, {"flashinfer"})
+    assert [(s.line, s.column, s.path, s.text) for s in sites] == [
+        (3, 11, "flashinfer.fp4_quantize", f"x = 'a{brk}b'; flashinfer.fp4_quantize(x)"),
+        (4, 4, "flashinfer.gemm", "ß = flashinfer.gemm(1)")]

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from bot.core.api import ApiIndex, ParamKind, Signature
 from bot.core.models import Severity, SiteKind, Via
+from bot.core.pysource import python_lines
 
 SEVERITY_ORDER = {s: i for i, s in enumerate(Severity)}  # breaking first, notice last
 
@@ -315,7 +316,7 @@ class _Sites:
     def __init__(self, file: str, text: str, roots: set[str]) -> None:
         self.file = file
         self.roots = roots
-        self.lines = text.splitlines()
+        self.lines = python_lines(text)  # as ast numbers them, not str.splitlines
         self.sites: dict[tuple[int, int, str, str], CallSite] = {}
         self.called: set[tuple[int, str]] = set()  # (line, path) of every resolved call
 

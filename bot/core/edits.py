@@ -22,6 +22,7 @@ from packaging.version import InvalidVersion, Version
 from bot.core.config import Group
 from bot.core.discovery import file_kind, find_pins, parse_pyproject, parse_requirements
 from bot.core.models import EditKind, FileKind, Pin, Plan
+from bot.core.pysource import python_lines
 from bot.core.specs import split_requirement, with_specifier
 from bot.errors import ApplyError, DockerfileConflict, InputError
 
@@ -439,7 +440,6 @@ def validate_dockerfile(edit: FileEdit, bumps: Sequence[Bump],
 # -- Python version assertions -------------------------------------------------------------
 _PACKAGE_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _QUOTES = ('"""', "'''", '"', "'")
-_PY_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def _string_args(call: ast.Call) -> list[ast.Constant]:
@@ -519,7 +519,7 @@ def edit_assertions(path: str, text: str, bumps: Sequence[Bump]) -> FileEdit:
     if not any(v in text for v in olds):
         return FileEdit(path, text, text)
     module = _parse_python(path, text)
-    old_lines = _PY_LINE.findall(text)  # lines as Python numbers them (not at \f or \x1c)
+    old_lines = python_lines(text)
     raw_lines = [line.encode("utf-8") for line in old_lines]
     spans = _assertion_spans(module, raw_lines, bumps, olds)
     if not spans:
