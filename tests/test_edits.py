@@ -14,7 +14,9 @@ from bot.core.edits import (
     edit_docs,
     edit_requirements,
     left_unchanged,
+    literal_pattern,
     validate_dockerfile,
+    version_pattern,
 )
 from bot.errors import ApplyError, DockerfileConflict, InputError
 
@@ -226,3 +228,21 @@ def test_left_unchanged_lists_each_line_once() -> None:
     got = [(m.file, m.line, m.package, m.version) for m in left_unchanged(files, BUMPS)]
     assert got == [("CHANGES.md", 1, "flashinfer-cubin, flashinfer-jit-cache, flashinfer-python",
                     "0.6.8.post1"), ("ci.yml", 1, "nvidia-cutlass-dsl", "4.4.2")]
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("flashinfer-python==0.6.8.post1", True), ('"0.6.8.post1"', True),
+    ("git clone --branch v0.6.8.post1", True), ("0.6.8.post1, then", True),
+    ("jit-cache 0.6.8.post1+cu130", True), ("flashinfer_python-0.6.8.post1-py3-none-any.whl", True),
+    ("flashinfer_python-0.6.8.post1.tar.gz", True), ("Moved from 0.6.8.post1.", True),
+    ("0.6.8.post1.dev0", False), ("0.6.8.post1-dev0", False), ("0.6.8.post1.DEV", False),
+    ("0.6.8.post1.rc1", False), ("0.6.8.post1.2", False), ("0.6.8.post10", False),
+    ("10.6.8.post1", False),
+])
+def test_a_version_occurrence_ends_at_a_version_boundary(text: str, found: bool) -> None:
+    """0.6.8.post1.dev0 is another version, not an occurrence of 0.6.8.post1 (for the
+    left-unchanged report and for the literal editor alike)."""
+    assert bool(version_pattern("0.6.8.post1").search(text)) is found
+    assert bool(literal_pattern("0.6.8.post1").search(text)) is found
+    files = {"notes.txt": text + "\n"}
+    assert [m.line for m in left_unchanged(files, BUMPS)] == ([1] if found else [])

@@ -146,9 +146,17 @@ def _written_versions(pins: Iterable[Pin]) -> set[str]:
     return out
 
 
+# A version goes on after its last character with a letter or digit, a "." and a digit
+# (0.6.8.post1.2) or a separator and a pre-, post- or dev-release segment (0.6.8.post1.dev0,
+# 0.6.8-rc1); "+cu130" (a local build of the same release), ".tar.gz" or "-py3" end it.
+_VERSION_END = (r"(?![\w]|\.[0-9]|[._-](?i:dev|post|rev|rc|alpha|beta|preview|pre)[0-9]*"
+                r"(?![A-Za-z])|\.(?i:[abcr])[0-9]+(?![A-Za-z]))")
+
+
 def version_pattern(version: str) -> re.Pattern[str]:
-    """An old version as a whole token: 0.6.8.post1 but not 0.6.8.post10 or 10.6.8.post1."""
-    return re.compile(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\d)")
+    """An old version as a whole token: 0.6.8.post1 (also the git tag v0.6.8.post1) but not
+    0.6.8.post10, 10.6.8.post1 or 0.6.8.post1.dev0."""
+    return re.compile(rf"(?:(?<![\w.])|(?<=(?<![\w.])[vV])){re.escape(version)}{_VERSION_END}")
 
 
 def _lines(text: str) -> list[str]:
@@ -221,7 +229,7 @@ def validate_requirements(edit: FileEdit, names: set[str],
 def literal_pattern(version: str) -> re.Pattern[str]:
     """A version written bare: after "=", a quote, "v" (git tags) or white space, and not
     followed by more version characters (0.6.8.post1, not 0.6.8.post10)."""
-    return re.compile(rf"(?<![0-9.]){re.escape(version)}(?![\w]|\.\d)")
+    return re.compile(rf"(?<![0-9.]){re.escape(version)}{_VERSION_END}")
 
 
 def edit_literals(path: str, text: str, pins: Sequence[tuple[Pin, str]]) -> FileEdit:
