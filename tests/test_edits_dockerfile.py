@@ -31,10 +31,11 @@ DIFFERENT = "which move to different versions"
      "RUN pip install flashinfer-cubin==${FLASHINFER_VERSION}\n",
      {}, "ARG FLASHINFER_VERSION=0.6.10\nRUN pip install flashinfer-cubin==${FLASHINFER_VERSION}\n",
      None),
-    # by its name alone it could be either package: it stays, with the reason
-    ("ARG FLASHINFER_VERSION=0.6.8.post1\n", {}, None,
-     f"ARG FLASHINFER_VERSION=0.6.8.post1 left unchanged: named for flashinfer-cubin, "
-     f"flashinfer-python, {DIFFERENT}"),
+    # by its name alone, the most specific name wins: every word of flashinfer-cubin's name
+    # over flashinfer-python's (whose one word, flashinfer, both share)
+    ("ARG FLASHINFER_CUBIN_VERSION=0.6.8.post1\nARG FLASHINFER_VERSION=0.6.8.post1\n", {},
+     "ARG FLASHINFER_CUBIN_VERSION=0.6.10\nARG FLASHINFER_VERSION=0.6.11\n", None),
+    ("ENV CUBIN_VERSION=0.6.8.post1\n", {}, "ENV CUBIN_VERSION=0.6.10\n", None),
     ("ARG V=0.6.8.post1\nRUN pip install flashinfer-python==$V flashinfer-cubin==$V\n", {}, None,
      f"ARG V=0.6.8.post1 left unchanged: used for flashinfer-cubin, flashinfer-python, "
      f"{DIFFERENT}"),
@@ -157,3 +158,16 @@ def test_an_arg_left_at_an_old_version_is_caught_before_writing() -> None:
     validate_dockerfile(FileEdit("Dockerfile", text, edited), BUMPS)
     # an ARG no longer in the edited text holds no old version
     validate_dockerfile(FileEdit("Dockerfile", text, "ARG PKG_VERSION=0.6.8.post1\n"), BUMPS)
+
+
+def test_a_name_holding_no_package_name_whole_ties_to_every_package_it_shares_a_word_with(
+        ) -> None:
+    """FLASHINFER_VERSION holds all of no name when only the cubin and the jit-cache move: it
+    could be either, and stays with the reason."""
+    bumps = [Bump("flashinfer-cubin", frozenset({"0.6.8.post1"}), "0.6.10"),
+             Bump("flashinfer-jit-cache", frozenset({"0.6.8.post1"}), "0.6.9")]
+    text = "ARG FLASHINFER_VERSION=0.6.8.post1\nARG FLASHINFER_JIT_CACHE_VER=0.6.8.post1\n"
+    ties = dockerfile_ties(text, bumps)
+    assert ties["FLASHINFER_VERSION"] == (
+        f"named for flashinfer-cubin, flashinfer-jit-cache, {DIFFERENT}")
+    assert ties["FLASHINFER_JIT_CACHE_VER"] == bumps[1]

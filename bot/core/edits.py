@@ -301,21 +301,36 @@ def dockerfile_uses(text: str) -> dict[str, set[str]]:
     return out
 
 
+def _named(name: str, matches: Sequence[Bump]) -> set[str]:
+    """The packages an ARG/ENV name is named for, the most specific first: a name holding every
+    word of a package's name (FLASHINFER_CUBIN_VERSION: flashinfer-cubin; FLASHINFER_VERSION:
+    flashinfer-python) is that package's, the one with the most words winning; failing that,
+    every package sharing a word with it."""
+    words = _words(name)
+    own = {b.package: _words(b.package) for b in matches}
+    whole = {package: w for package, w in own.items() if w and w <= words}
+    if whole:
+        most = max(len(w) for w in whole.values())
+        return {package for package, w in whole.items() if len(w) == most}
+    return {package for package, w in own.items() if w & words}
+
+
 def _bump_for(value: str, name: str, bumps: Sequence[Bump], uses: Mapping[str, set[str]],
               configured: Mapping[str, str]) -> Bump | str | None:
     """The bump an ARG/ENV default belongs to; a string saying why not when it holds an old
     version but nothing ties it to one package; None when it holds no old version.
 
     Ties, strongest first: the config names it (``[dockerfile-args]``); the file installs a
-    group package at ``${NAME}``; the name carries a package's own word (FLASHINFER_VERSION:
-    flashinfer; CUTLASS_VER: cutlass)."""
+    group package at ``${NAME}``; the name carries a package's words (``_named``:
+    FLASHINFER_CUBIN_VERSION: flashinfer-cubin; FLASHINFER_VERSION: flashinfer-python;
+    CUTLASS_VER: nvidia-cutlass-dsl)."""
     matches = [b for b in bumps if value in b.old]
     if not matches:
         return None
     ties = (
         ("configured", {configured[name]} if name in configured else set()),
         ("used", uses.get(name, set())),
-        ("named", {b.package for b in matches if _words(name) & _words(b.package)}),
+        ("named", _named(name, matches)),
     )
     for how, packages in ties:
         tied = [b for b in matches if b.package in packages]
