@@ -347,5 +347,14 @@ def test_commands_workflow_runs_pinbump_command_on_comments_and_dashboard_edits(
     assert any("--comment-id" in c for c in calls) and any("--dashboard" in c for c in calls)
     checkouts = [s for s in job["steps"] if "checkout" in s.get("uses", "")]
     assert all("ref" not in s["with"] for s in checkouts[:1]), "the default branch, not a PR"
-    assert doc["concurrency"]["group"] == load(ROOT / "workflows" /
-                                               "pinbump-bump.yml")["concurrency"]["group"]
+    bump_group = load(ROOT / "workflows" / "pinbump-bump.yml")["concurrency"]["group"]
+    assert "concurrency" not in doc  # a run whose job is skipped joins no group
+    group = " ".join(job["concurrency"]["group"].split())
+    # writers and the dashboard share the bump's group; anyone else's command runs alone
+    # (keyed by its comment), so outsiders' comments can never cancel a pending bump
+    assert f"&& '{bump_group}'" in group
+    assert "github.event_name == 'issues'" in group
+    assert "contains(fromJSON('[\"OWNER\", \"MEMBER\", \"COLLABORATOR\"]'), " \
+           "github.event.comment.author_association)" in group
+    assert "|| format('pinbump-command-{0}', github.event.comment.id)" in group
+    assert job["concurrency"]["cancel-in-progress"] is False
