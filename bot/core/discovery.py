@@ -6,6 +6,7 @@ import fnmatch
 import functools
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -224,14 +225,58 @@ def _pin(text: str, path: str, line: int, section: str, names: set[str]) -> Pin 
     return Pin(package=name, requirement=text, file=path, line=line, section=section)
 
 
-_OPTION = re.compile(r"^(?P<opt>-[A-Za-z]|--[a-z-]+)(?:\s*=\s*|\s+)?(?P<value>\S*)")
-_HASH = re.compile(r"\s--hash[=\s]\S+")
-_VCS = re.compile(r"^-e\s+|^--editable[=\s]+")
+# pip's options in a requirements file (pip 26.3, ``req_file.build_parser``), read as pip's
+# optparse reads them: any unambiguous prefix of a long option is that option (``--ha=`` is
+# ``--hash``, ``--extra`` is ``--extra-index-url``), ``--pypi-url`` is ``--index-url``.
+_PIP_LONG = ("--all-releases", "--config-settings", "--constraint", "--editable",
+             "--extra-index-url", "--find-links", "--hash", "--index-url", "--no-binary",
+             "--no-index", "--no-require-hashes", "--only-binary", "--only-final", "--pre",
+             "--prefer-binary", "--pypi-url", "--require-hashes", "--requirement",
+             "--trusted-host", "--use-feature")
+_PIP_FLAGS = {"--no-index", "--no-require-hashes", "--pre", "--prefer-binary",
+              "--require-hashes"}
+_PIP_NAMES = {"-i": "--index-url", "--pypi-url": "--index-url", "-f": "--find-links",
+              "-r": "--requirement", "-c": "--constraint", "-e": "--editable",
+              "-C": "--config-settings"}
+INDEX_OPTIONS = ("--index-url", "--extra-index-url", "--find-links")
+_INCLUDE_OPTIONS = ("--requirement", "--constraint")
 _EGG = re.compile(r"#egg=(?P<name>[A-Za-z0-9._-]+)")
 _REF = re.compile(r"@v?(?P<version>\d[\w.+!-]*?)(?=#|$|\s)")
-INDEX_OPTIONS = {"-i": "--index-url", "--index-url": "--index-url",
-                 "--extra-index-url": "--extra-index-url", "-f": "--find-links",
-                 "--find-links": "--find-links"}
+
+
+def _long_option(name: str) -> str:
+    """A long option as optparse reads it: itself, or the one option it is a prefix of."""
+    if name in _PIP_LONG:
+        return name
+    found = [o for o in _PIP_LONG if o.startswith(name)]
+    return found[0] if len(found) == 1 else name
+
+
+def _split_words(text: str) -> list[str]:
+    """Words as pip splits an options string (shell quoting); unbalanced quotes: by spaces."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def pip_options(text: str) -> list[tuple[str, str]]:
+    """(option by its long name, value) of each option in ``text``, as pip reads them:
+    ``--opt=value``, ``--opt value``, ``-xvalue``, ``-x value``; a flag's value is ""."""
+    out = []
+    words = iter(_split_words(text))
+    for word in words:
+        if word.startswith("--"):
+            name, eq, value = word.partition("=")
+            name = _long_option(name)
+            if not eq and name in _PIP_LONG and name not in _PIP_FLAGS:
+                value = next(words, "")
+        elif word.startswith("-") and len(word) > 1:
+            name, value = word[:2], word[2:] or next(words, "")
+        else:
+            continue  # a stray word: pip ignores it
+        out.append((_PIP_NAMES.get(name, name), value))
+    return out
 
 
 @dataclass
@@ -259,50 +304,64 @@ def _logical(text: str) -> Iterator[tuple[int, str]]:
         yield start, pending.strip()
 
 
+def _vcs_pin(target: str, path: str, line: int, names: set[str]) -> Pin | None:
+    """``-e git+...@v<ver>#egg=<name>``: a literal pin on the ref."""
+    egg, ref = _EGG.search(target), _REF.search(target.split("#")[0])
+    if not (egg and ref and canonicalize_name(egg.group("name")) in names):
+        return None
+    version = ref.group("version")
+    if not _is_version(version):
+        return None
+    package = canonicalize_name(egg.group("name"))
+    return Pin(package, f"{package}=={version}", path, line, "requirements (VCS ref)",
+               kind=PinKind.LITERAL, literal=version)
+
+
+def _option_line(out: RequirementsFile, line: int, options: list[tuple[str, str]],
+                 path: str, names: set[str]) -> None:
+    """A line of options only: index options, -r/-c files, ``-e`` VCS refs."""
+    for option, value in options:
+        if not value:
+            continue
+        if option in INDEX_OPTIONS:
+            out.indexes.append((line, option, value))
+        elif option in _INCLUDE_OPTIONS:
+            out.includes.append((line, value))
+        elif option == "--editable" and (pin := _vcs_pin(value, path, line, names)):
+            out.pins.append(pin)
+
+
+def _requirement_pin(requirement: str, options: list[tuple[str, str]], path: str, line: int,
+                     names: set[str]) -> Pin | None:
+    """A requirement line's pin; hash-pinned or ``===`` pins are found but frozen."""
+    pin = _pin(requirement, path, line, "requirements", names)
+    if pin is None:
+        return None
+    if any(option == "--hash" for option, _ in options):
+        return replace(pin, frozen="hash-pinned (--hash): regenerate the hashes, e.g. "
+                                   "pip-compile --generate-hashes")
+    if any(s.operator == "===" for s in pin.parsed.specifier):
+        return replace(pin, frozen="arbitrary-equality pin (===): edit it by hand")
+    return pin
+
+
 def read_requirements(text: str, path: str, names: set[str]) -> RequirementsFile:
     """Pins of ``names`` in a pip requirements file, its index options and its -r/-c files.
 
-    Hash-pinned lines (``--hash=sha256:...``) and ``===`` pins are found but frozen: editing
-    their version would break the hashes or the arbitrary-equality string. ``-e git+...@v<ver>
-    #egg=<name>`` is a literal pin on the ref."""
+    A line is split as pip splits it: the requirement ends before the first word starting
+    with "-", the rest are options (``-C``/``--config-settings``, ``--hash``), which stay as
+    they are. Hash-pinned lines (``--hash=sha256:...``) and ``===`` pins are found but frozen:
+    editing their version would break the hashes or the arbitrary-equality string. ``-e
+    git+...@v<ver>#egg=<name>`` is a literal pin on the ref."""
     out = RequirementsFile()
     for start, line in _logical(text):
-        if not line:
-            continue
-        if _VCS.match(line):
-            target = _VCS.sub("", line)
-            egg, ref = _EGG.search(target), _REF.search(target.split("#")[0])
-            if egg and ref and canonicalize_name(egg.group("name")) in names:
-                version = ref.group("version")
-                try:
-                    Version(version)
-                except InvalidVersion:
-                    continue
-                out.pins.append(Pin(canonicalize_name(egg.group("name")),
-                                    f"{canonicalize_name(egg.group('name'))}=={version}",
-                                    path, start, "requirements (VCS ref)", kind=PinKind.LITERAL,
-                                    literal=version))
-            continue
-        if line.startswith("-"):
-            m = _OPTION.match(line)
-            if m and m.group("opt") in INDEX_OPTIONS and m.group("value"):
-                out.indexes.append((start, INDEX_OPTIONS[m.group("opt")], m.group("value")))
-            elif m and m.group("opt") in ("-r", "-c", "--requirement", "--constraint") \
-                    and m.group("value"):
-                out.includes.append((start, m.group("value")))
-            continue
-        hashed = bool(_HASH.search(" " + line))
-        requirement = _HASH.sub("", " " + line).strip()
-        requirement = re.split(r"\s--?[a-z]", " " + requirement)[0].strip()
-        pin = _pin(requirement, path, start, "requirements", names)
-        if pin is None:
-            continue
-        if hashed:
-            pin = replace(pin, frozen="hash-pinned (--hash): regenerate the hashes, e.g. "
-                                      "pip-compile --generate-hashes")
-        elif any(s.operator == "===" for s in pin.parsed.specifier):
-            pin = replace(pin, frozen="arbitrary-equality pin (===): edit it by hand")
-        out.pins.append(pin)
+        head = re.search(r"(?:^|\s)-", line)
+        requirement = line[:head.start()].strip() if head else line
+        options = pip_options(line[head.start():]) if head else []
+        if not requirement:
+            _option_line(out, start, options, path, names)
+        elif pin := _requirement_pin(requirement, options, path, start, names):
+            out.pins.append(pin)
     return out
 
 
@@ -710,14 +769,14 @@ def _toml_indexes(state: _Scan) -> None:
                              for d in toml.indexes)
 
 
-def _not_read(includes: Iterable[str], files: Mapping[str, str],
+def _not_read(includes: set[str], files: Mapping[str, str],
               undecodable: Mapping[str, str], skipped: Iterable[tuple[str, str]]
               ) -> tuple[tuple[str, str], ...]:
     """Files that may hold a pin and were not read, with why, sorted."""
     missing = [(p, "named by -r/-c but not found") for p in sorted(includes)
                if p not in files and p not in undecodable]
     unread = [(p, f"not UTF-8 text ({why})") for p, why in undecodable.items()
-              if file_kind(p) is not None]
+              if file_kind(p) is not None or p in includes]
     return tuple(sorted({*skipped, *unread, *missing}))
 
 

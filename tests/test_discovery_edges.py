@@ -1,0 +1,185 @@
+"""Discovery's edge cases in other layouts and hostile repository text (found by mutation
+testing): pip's per-requirement options, shell assignments before ``;``/``&&``, clones of
+repositories whose name only starts with the lead's, setup.cfg metadata, undecodable files
+named by ``-r``. Each is read from real files in a temporary tree, through ``find_pins``
+(``read_tree`` + discovery) and through ``pinbump plan`` / ``pinbump apply`` against a real
+package server; apply edits a found pin minimally and never touches what is not a pin."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.tree import read_tree
+from bot.cli import main
+from bot.core.config import BUILTIN_GROUPS
+from bot.core.discovery import Target, find_pins, read_requirements
+from servers import PypiServer
+
+NAMES = set(BUILTIN_GROUPS["flashinfer"].members)
+LEAD = "flashinfer-python"
+OLD = datetime.now(timezone.utc) - timedelta(days=60)
+HASH = "sha256:" + "a" * 64
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return root
+
+
+def scan(root: Path, files: dict[str, str | bytes]) -> Target:
+    """Discovery over the tree as the commands read it (files written, then read back)."""
+    tree = read_tree(write(root, files))
+    return find_pins(tree.root, tree.text, NAMES, tree.undecodable, lead=LEAD,
+                     skipped=tree.skipped)
+
+
+def found(target: Target) -> list[tuple[str, str, str, str]]:
+    """(where, package, version, frozen) of every pin."""
+    return [(p.where, p.package, p.literal or str(p.current), p.frozen.split(" (")[0])
+            for p in target.pins]
+
+
+def publish(pypi: PypiServer) -> None:
+    for v in ("0.6.8.post1", "0.6.11"):
+        pypi.add("flashinfer-python", v, uploaded=OLD)
+        pypi.add("flashinfer-cubin", v, uploaded=OLD)
+    for v in ("4.4.2", "4.5.0"):
+        pypi.add("nvidia-cutlass-dsl", v, uploaded=OLD)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def plan(capsys: pytest.CaptureFixture[str], repo: Path, url: str) -> dict[str, object]:
+    code, out, err = cli(capsys, "plan", "--repo", str(repo), "--index-url", url, "--json")
+    assert code == 0, err
+    doc: dict[str, object] = json.loads(out)
+    return doc
+
+
+def apply(capsys: pytest.CaptureFixture[str], repo: Path, url: str) -> None:
+    code, _, err = cli(capsys, "apply", "--repo", str(repo), "--index-url", url)
+    assert code == 0, err
+
+
+def changed_files(doc: dict[str, object]) -> dict[str, list[str]]:
+    changes = doc["changes"]
+    assert isinstance(changes, list)
+    return {c["package"]: c["files"] for c in changes}
+
+
+# -- 1. pip's per-requirement options after a requirement ------------------------------------
+@pytest.mark.parametrize(("line", "frozen"), [
+    ("flashinfer-python==0.6.8.post1 -C key=value", ""),
+    ("flashinfer-python==0.6.8.post1 -Ckey=value", ""),
+    ("flashinfer-python==0.6.8.post1 --config-settings=key=value -C other=1", ""),
+    ("flashinfer-python==0.6.8.post1 --config-settings key=value", ""),
+    ("flashinfer-python==0.6.8.post1 --conf key=value", ""),  # optparse: a unique prefix
+    ("flashinfer-python==0.6.8.post1 ; python_version >= '3.10' -C key=value", ""),
+    ("flashinfer-python==0.6.8.post1 -C key=value --hash=" + HASH, "hash-pinned"),
+    ("flashinfer-python==0.6.8.post1 --ha=" + HASH, "hash-pinned"),  # --hash, abbreviated
+    ("flashinfer-python==0.6.8.post1 --h " + HASH, "hash-pinned"),
+    ("flashinfer-python==0.6.8.post1 -C 'k=--hash=x'", ""),  # a quoted value, not --hash
+])
+def test_pip_options_after_a_requirement_are_not_part_of_it(tmp_path: Path, line: str,
+                                                             frozen: str) -> None:
+    target = scan(tmp_path, {"requirements.txt": f"torch\n{line}\n"})
+    assert found(target) == [("requirements.txt:2", LEAD, "0.6.8.post1", frozen)]
+    assert target.pins[0].requirement == line.split(" -")[0].strip()
+
+
+def test_apply_moves_a_requirement_and_keeps_its_pip_options(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    publish(pypi)
+    text = ("flashinfer-python==0.6.8.post1 -C key=value --config-settings=flag=0.6.8.post1\n"
+            "flashinfer-cubin==0.6.8.post1 \\\n    --config-settings build=1\n"
+            "nvidia-cutlass-dsl==4.4.2 --hash=" + HASH + "\n")
+    repo = write(tmp_path / "repo", {"requirements.txt": text})
+    doc = plan(capsys, repo, pypi.url)
+    assert changed_files(doc) == {LEAD: ["requirements.txt:1"],
+                                  "flashinfer-cubin": ["requirements.txt:2"]}
+    apply(capsys, repo, pypi.url)
+    assert (repo / "requirements.txt").read_text() == (
+        "flashinfer-python==0.6.11 -C key=value --config-settings=flag=0.6.8.post1\n"
+        "flashinfer-cubin==0.6.11 \\\n    --config-settings build=1\n"
+        "nvidia-cutlass-dsl==4.4.2 --hash=" + HASH + "\n")
+
+
+@pytest.mark.parametrize(("text", "indexes", "includes"), [
+    # --pypi-url is pip's other name for --index-url; long options by unique prefix
+    ("--pypi-url https://a.example/simple\n--extra https://b.example/simple\n"
+     "--ind=https://c.example/simple\n--find https://e.example/f.html\n"
+     "-ihttps://f.example/simple\n",
+     [(1, "--index-url", "https://a.example/simple"),
+      (2, "--extra-index-url", "https://b.example/simple"),
+      (3, "--index-url", "https://c.example/simple"),
+      (4, "--find-links", "https://e.example/f.html"),
+      (5, "--index-url", "https://f.example/simple")], []),
+    # several options on one line: each is read
+    ("--pre --extra-index-url https://d.example/simple -r base.txt\n",
+     [(1, "--extra-index-url", "https://d.example/simple")], [(1, "base.txt")]),
+    ("--cons pins.txt\n--requirem base.txt\n", [], [(1, "pins.txt"), (2, "base.txt")]),
+    # ambiguous prefixes (pip refuses them) and options on a requirement line (pip ignores
+    # them) are neither
+    ("--re base.txt\n--co x\nflashinfer-python==0.6.8 --extra-index-url https://x.example\n",
+     [], []),
+])
+def test_option_lines_are_read_as_pip_reads_them(text: str, indexes: list[tuple[int, str, str]],
+                                                 includes: list[tuple[int, str]]) -> None:
+    found_ = read_requirements(text, "requirements.txt", NAMES)
+    assert (found_.indexes, found_.includes) == (indexes, includes)
+
+
+@pytest.mark.parametrize("line", [
+    "--edit git+https://github.com/flashinfer-ai/flashinfer@v0.6.9#egg=flashinfer-python",
+    "-egit+https://github.com/flashinfer-ai/flashinfer@v0.6.9#egg=flashinfer-python",
+    "-e git+https://github.com/flashinfer-ai/flashinfer@v0.6.9#egg=flashinfer-python -C k=v",
+])
+def test_editable_vcs_refs_in_every_option_form(line: str) -> None:
+    [pin] = read_requirements(line + "\n", "requirements.txt", NAMES).pins
+    assert (pin.package, pin.literal, pin.section) == (LEAD, "0.6.9", "requirements (VCS ref)")
+
+
+
+# -- 5. an undecodable file named by -r/-c (or by the config's files) ------------------------
+UNDECODABLE: dict[str, str | bytes] = {
+    "requirements.txt": "-r deploy/gpu.lst\n-c deploy/pins\nflashinfer-python==0.6.8.post1\n",
+    "deploy/gpu.lst": b"flashinfer-cubin==0.6.8.post1  # \xff\n",
+    "deploy/pins": "nvidia-cutlass-dsl==4.4.2\n",
+    "deploy/extra.pins": b"\xfe\xffquack-kernels>=0.3.0\n",
+    "docs/logo.bin": b"\xff\xd8 not a pin file, not named by anything\n",
+}
+
+
+def test_an_undecodable_file_named_by_r_is_listed_as_not_read(tmp_path: Path) -> None:
+    tree = read_tree(write(tmp_path, UNDECODABLE))
+    target = find_pins(tree.root, tree.text, NAMES, tree.undecodable, lead=LEAD,
+                       also=["deploy/extra.pins"])
+    assert found(target) == [("requirements.txt:3", LEAD, "0.6.8.post1", ""),
+                             ("deploy/pins:1", "nvidia-cutlass-dsl", "4.4.2", "")]
+    assert target.skipped == (("deploy/extra.pins", "not UTF-8 text (invalid start byte)"),
+                              ("deploy/gpu.lst", "not UTF-8 text (invalid start byte)"))
+
+
+def test_plan_lists_an_undecodable_included_file_as_not_read(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    publish(pypi)
+    repo = write(tmp_path / "repo", UNDECODABLE)
+    doc = plan(capsys, repo, pypi.url)
+    assert changed_files(doc) == {LEAD: ["requirements.txt:3"],
+                                  "nvidia-cutlass-dsl": ["deploy/pins:1"]}
+    assert doc["skipped"] == [{"file": "deploy/gpu.lst",
+                               "reason": "not UTF-8 text (invalid start byte)"}]
+    code, out, _ = cli(capsys, "plan", "--repo", str(repo), "--index-url", pypi.url)
+    assert code == 0
+    assert "  not read  deploy/gpu.lst: not UTF-8 text (invalid start byte)" in out
