@@ -3,12 +3,13 @@ advisories and from the GPU gate's observations, and what counts as signal."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from bot.adapters.apisource import importable, main_package, shipped_advisories
-from bot.core.api import ApiIndex, build_api, default_doc
+from bot.core.api import ApiIndex, blank_name, build_api, default_doc
 from bot.core.drift import analyse, find_rename, reachable_breakages, scan_source
 from bot.core.review import Advisories, parse_advisories, parse_observations
 from bot.errors import InputError
@@ -350,3 +351,16 @@ def test_a_new_parameter_whose_documented_default_is_a_behaviour_is_review(
 ])
 def test_default_doc(doc: str, name: str, expected: str | None) -> None:
     assert default_doc(doc, name, {"swizzled": "True"}.get(name, "None")) == expected
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("def mm(a):\n    return mm_fp4(a) + mm(a) + xmm + mm_ + _mm", "mm"),
+    ("mm", "mm"), ("", "mm"), ("mmmm mm mmm", "mm"), ("a_b a_ba _a_b a_b", "a_b"),
+    ("é éa aé é", "é"), ("ｘx x ×x", "x"), ("x1 1x x 1 x", "x"),  # non-ASCII word characters
+    ("__init__(self) __init__x", "__init__"), ("-- a-b --", "--"),  # not a word: the regex
+])
+def test_blanking_a_name_is_the_regex_substitution(text: str, word: str) -> None:
+    """The rename detector's body hash blanks the object's own name without compiling a
+    pattern per name; the result is the word-boundary substitution's, character for
+    character."""
+    assert blank_name(text, word) == re.sub(rf"\b{re.escape(word)}\b", "_", text)

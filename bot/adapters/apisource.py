@@ -370,11 +370,15 @@ class ModuleReach:
         wanted = set(names)
         if not wanted:
             return set()
-        needle = re.compile(rb"(?:def|class)\s+(" + b"|".join(
-            re.escape(n.encode()) for n in sorted(wanted)) + rb")\b")
+        either = b"|".join(re.escape(n.encode()) for n in sorted(wanted))
+        # one pattern per keyword: a literal start is searched for fast (one "def|class"
+        # pattern was four times slower over flashinfer 0.7's 92 MB)
+        needles = [re.compile(word + rb"\s+(" + either + rb")\b") for word in (rb"def",
+                                                                              rb"class")]
         out = set()
         for path in sorted(self.root.rglob("*.py")):
-            hits = {m.decode() for m in needle.findall(path.read_bytes())}
+            data = path.read_bytes()
+            hits = {m.decode() for needle in needles for m in needle.findall(data)}
             if not hits:
                 continue
             rel = path.relative_to(self.root).with_suffix("").parts

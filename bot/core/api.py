@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -162,7 +162,7 @@ class ApiIndex:
         return {"format": FORMAT, "package": self.package, "version": self.version,
                 "modules": sorted(self.modules), "aliases": self.aliases,
                 "objects": {k: list(v) for k, v in self.objects.items()},
-                "functions": {k: {"params": [asdict(p) for p in v.params],
+                "functions": {k: {"params": [_param_json(p) for p in v.params],
                                   "deprecated": v.deprecated}
                               for k, v in self.functions.items()}}
 
@@ -213,6 +213,10 @@ def default_doc(docstring: str, name: str, default: str | None = None) -> str | 
     return None if _INERT.search(clause) else clause[:200]
 
 
+def _param_json(p: Param) -> dict[str, Any]:
+    return {"name": p.name, "kind": p.kind, "default": p.default, "default_doc": p.default_doc}
+
+
 def _signature(path: str, fn: griffe.Function, drop_first: bool) -> Signature:
     doc = fn.docstring.value if fn.docstring is not None else ""
     params = [Param(p.name, ParamKind(p.kind.value) if p.kind else
@@ -231,6 +235,34 @@ def _signature(path: str, fn: griffe.Function, drop_first: bool) -> Signature:
     return Signature(path, tuple(params), deprecated)
 
 
+_WORD = re.compile(r"\w+")
+
+
+def blank_name(text: str, word: str) -> str:
+    """``re.sub(rf"\b{re.escape(word)}\b", "_", text)``, without compiling a pattern per
+    name (thousands of names overflowed ``re``'s cache: a second per large API). For a
+    ``word`` of word characters only, a match is an occurrence with no word character on
+    either side."""
+    if not _WORD.fullmatch(word):
+        return re.sub(rf"\b{re.escape(word)}\b", "_", text)
+    parts: list[str] = []
+    start = at = 0
+    size = len(word)
+    while (at := text.find(word, at)) >= 0:
+        end = at + size
+        if (at == 0 or not _is_word(text[at - 1])) and (end == len(text)
+                                                        or not _is_word(text[end])):
+            parts += [text[start:at], "_"]
+            start = at = end
+        else:
+            at += 1
+    return "".join([*parts, text[start:]]) if parts else text
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
 def _fingerprint(name: str, member: griffe.Object) -> tuple[str, str, str]:
     """(kind, shape, body) of one object, for telling a rename from a removal."""
     kind = member.kind.value
@@ -246,7 +278,7 @@ def _fingerprint(name: str, member: griffe.Object) -> tuple[str, str, str]:
         source = ""
     body = ""
     if source:
-        blanked = re.sub(rf"\b{re.escape(name)}\b", "_", source)
+        blanked = blank_name(source, name)
         body = hashlib.sha256(" ".join(blanked.split()).encode()).hexdigest()[:16]
     return kind, shape, body
 
