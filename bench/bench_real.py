@@ -9,6 +9,7 @@ process it starts) and CPU time, so ``cpu/wall`` shows how many cores a step use
     pip install -e '.[bench]'
     python bench/bench_real.py [--repeats 5] [--only startup,plan,apply,drift,scale]
         [--sglang 0.5.10.post1] [--vllm 0.33.0] [--as-of 2026-11-28] [--scale 10]
+        [--latency 0.1]
 
 Needs the live PyPI (the index the plans are made against). Prints Markdown rows for
 bench/RESULTS.md.
@@ -195,9 +196,13 @@ def plan(tree: Path, label: str, work: Path, repeats: int, as_of: str, python: s
 
 
 
-def round_trips(tree: Path, label: str, work: Path, as_of: str) -> None:
-    """Requests of one cold plan, and how many of them lie on the critical path (the longest
-    chain of requests that ran one after another)."""
+def round_trips(tree: Path, label: str, work: Path, as_of: str, latency: float) -> None:
+    """Requests of one cold and one warm plan, and how many of them lie on the critical path
+    (the longest chain of requests that ran one after another). Each request is first held
+    ``latency`` seconds, as a distant index would: against a nearby mirror a round trip
+    takes a few milliseconds, and the order in which threads happen to start would decide
+    which requests "ran one after another"; with a real round trip's delay only the waits
+    the code makes (data it needs, a full pool) chain requests."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from bot.adapters.http import HttpClient
     from bot.commands.context import PlanOptions, load_workspace, open_services
@@ -208,6 +213,7 @@ def round_trips(tree: Path, label: str, work: Path, as_of: str) -> None:
 
     def traced(self: HttpClient, method: str, url: str, *a: object, **k: object) -> object:
         start = time.perf_counter()
+        time.sleep(latency)
         try:
             return original(self, method, url, *a, **k)  # type: ignore[arg-type]
         finally:
@@ -217,22 +223,24 @@ def round_trips(tree: Path, label: str, work: Path, as_of: str) -> None:
     try:
         opts = PlanOptions(repo=tree, as_of=as_of, cache_dir=work / "rt-cache")
         ws = load_workspace(opts.repo, opts.overrides)
-        with open_services(opts) as services:
-            start = time.perf_counter()
-            plan(ws, services, as_of)
-            wall = time.perf_counter() - start
-            nbytes = services.http.stats.bytes_received
+        for kind in ("cold", "warm"):
+            spans.clear()
+            with open_services(opts) as services:
+                start = time.perf_counter()
+                plan(ws, services, as_of)
+                wall = time.perf_counter() - start
+                nbytes = services.http.stats.bytes_received
+            spans.sort()
+            depth = [1] * len(spans)
+            for i, (s, _, _) in enumerate(spans):
+                for j in range(i):
+                    if spans[j][1] <= s:
+                        depth[i] = max(depth[i], depth[j] + 1)
+            row(f"{kind} plan: round trips ({latency * 1000:.0f} ms added to each)", label,
+                f"{len(spans)} requests, critical path {max(depth, default=0)} in sequence, "
+                f"{nbytes / 1e6:.2f} MB, {wall:.2f} s in-process")
     finally:
         HttpClient.request = original  # type: ignore[method-assign]
-    spans.sort()
-    depth = [1] * len(spans)
-    for i, (s, _, _) in enumerate(spans):
-        for j in range(i):
-            if spans[j][1] <= s:
-                depth[i] = max(depth[i], depth[j] + 1)
-    row("cold plan: round trips", label,
-        f"{len(spans)} requests, critical path {max(depth, default=0)} in sequence, "
-        f"{nbytes / 1e6:.2f} MB, {wall:.2f} s in-process")
 
 
 def apply(tree: Path, label: str, work: Path, repeats: int, as_of: str) -> None:
@@ -280,6 +288,8 @@ def main() -> None:
     parser.add_argument("--as-of", default="2026-11-28")
     parser.add_argument("--python", default="3.10", help="uv's --python-version")
     parser.add_argument("--scale", type=int, default=10)
+    parser.add_argument("--latency", type=float, default=0.1,
+                        help="seconds added to each request when counting round trips")
     args = parser.parse_args()
     steps = set(args.only.split(","))
     print(f"<!-- {platform.node()} {platform.machine()} {os.cpu_count()} cores, python "
@@ -300,7 +310,8 @@ def main() -> None:
                 if "plan" in steps:
                     plan(tree, label, work / f"plan-{name}", args.repeats, args.as_of,
                          args.python)
-                    round_trips(tree, label, work / f"plan-{name}", args.as_of)
+                    round_trips(tree, label, work / f"plan-{name}", args.as_of,
+                                args.latency)
                 if "apply" in steps:
                     apply(tree, label, work / f"apply-{name}", args.repeats, args.as_of)
                 if "drift" in steps:

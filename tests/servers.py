@@ -13,7 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -256,6 +256,14 @@ class _HostileHandler(http.server.BaseHTTPRequestHandler):
         with srv.lock:
             srv.requests.append((self.command, self.path, dict(self.headers.items())))
             route = srv.routes.get(self.path.split("?")[0])
+            hold = srv.holds.get(self.path.split("?")[0])
+        if hold is not None:  # answer only once the log shows what the test waits for
+            for _ in range(1000):  # 10 s at most
+                with srv.lock:
+                    seen = hold(list(srv.requests))
+                if seen or srv.stopping.wait(0.01):
+                    break
+            srv.released[self.path] = seen
         if srv.auth is not None:
             import base64
 
@@ -318,6 +326,10 @@ class HostileIndex(QuietServer):
         self.routes: dict[str, Route] = {}
         self.auth: tuple[str, str] | None = None  # (user, password) every request must carry
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        # path -> a test of the request log: that path is answered only once it holds (or
+        # after 10 s); ``released`` says, per path, whether it did
+        self.holds: dict[str, Callable[[list[tuple[str, str, dict[str, str]]]], bool]] = {}
+        self.released: dict[str, bool] = {}
         self.lock = threading.Lock()
         self.stopping = threading.Event()
 

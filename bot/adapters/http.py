@@ -77,6 +77,17 @@ def _unknown_host(exc: BaseException) -> bool:
     return False
 
 
+_NO_CONNECTION = "\0"  # marks a try that made no connection at all (internal)
+
+
+class _UnknownHost(Exception):
+    """The host name does not resolve (internal: becomes an IndexError_ naming the URL)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
 # -- deadlines: every read and write of a request stops at its deadline ----------------------
 _deadline = threading.local()  # .at: time.monotonic() by which this thread's request ends
 
@@ -247,12 +258,13 @@ class HttpClient:
         self._now = now  # the wall clock that freshness is judged by
         self._ends = None if deadline is None else time.monotonic() + deadline
         self.stats = Stats()
+        self._down: dict[str, str] = {}  # origin -> why no connection could be made to it
         self._client = httpx.Client(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             follow_redirects=True,
             headers={"User-Agent": f"pinbump/{__version__}",
                      "Accept-Encoding": "gzip, deflate"},  # the codings _read_body inflates
-            limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
+            limits=httpx.Limits(max_connections=24, max_keepalive_connections=24),
             trust_env=True,
         )
         _with_deadlines(self._client)
@@ -291,18 +303,30 @@ class HttpClient:
         response's content is then empty).
         """
         url = self._public(url)
-        auth = self._auth.get(origin(url))
+        host = origin(url)
+        down = self._down.get(host)
+        if down is not None:  # this command already found the host unreachable
+            raise IndexError_(f"{redact(url)}: {down}")
+        auth = self._auth.get(host)
         last = ""
         last_headers: Mapping[str, str] = {}
         tries = 0
+        unreachable = True  # every try so far failed to connect at all
         for attempt in range(self.retries + 1):
             if not self._may_try(attempt, last_headers):
                 break
             last_headers = {}
             tries += 1
-            resp, last = self._attempt(method, url, headers, auth, max_bytes, sink)
+            try:
+                resp, last = self._attempt(method, url, headers, auth, max_bytes, sink)
+            except _UnknownHost as exc:
+                self._down.setdefault(host, exc.why)
+                raise IndexError_(f"{redact(url)}: {exc.why}") from None
             if resp is None:
+                unreachable = unreachable and last.startswith(_NO_CONNECTION)
+                last = last.removeprefix(_NO_CONNECTION)
                 continue
+            unreachable = False
             self.stats.add(len(resp.content) or (sink.size if sink is not None else 0),
                            resp.status == 304)
             if resp.status in RETRY_STATUSES:
@@ -311,7 +335,12 @@ class HttpClient:
             if resp.status in ok or resp.status in (304, 404, 416):
                 return resp
             raise IndexError_(f"{redact(url)}: HTTP {resp.status} {resp.reason}".rstrip())
-        raise self._gave_up(url, last, tries)
+        error = self._gave_up(url, last, tries)
+        if unreachable and tries == self.retries + 1:  # every try spent, none connected
+            self._down.setdefault(host, f"{last}: no connection to {redact(host)} in {tries} "
+                                  f"attempt{'s' * (tries != 1)} earlier in this command; "
+                                  "check the index URL and your network, or retry later")
+        raise error
 
     def _may_try(self, attempt: int, last_headers: Mapping[str, str]) -> bool:
         """Wait before a retry (Retry-After, else backoff); False when the command's deadline
@@ -330,14 +359,14 @@ class HttpClient:
         connection that failed). An answer no retry can mend raises."""
         try:
             return self._send(method, url, headers, auth, max_bytes, sink), ""
-        except httpx.TimeoutException:
-            return None, "timed out"
+        except httpx.TimeoutException as exc:
+            return None, _NO_CONNECTION * isinstance(exc, httpx.ConnectTimeout) + "timed out"
         except httpx.TransportError as exc:
             last = f"cannot connect ({type(exc).__name__}: {exc})"
             if _unknown_host(exc):  # asking again will not make the name resolve
-                raise IndexError_(f"{redact(url)}: {last}; the host name does not "
-                                  "resolve: check the index URL and your network") from None
-            return None, last
+                raise _UnknownHost(f"{last}; the host name does not resolve: check the "
+                                   "index URL and your network") from None
+            return None, _NO_CONNECTION * isinstance(exc, httpx.ConnectError) + last
         except httpx.InvalidURL as exc:
             raise IndexError_(f"{redact(url)}: not a valid URL ({exc})") from None
         except (httpx.DecodingError, httpx.TooManyRedirects) as exc:

@@ -6,13 +6,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from datetime import datetime, timezone
 from email.parser import BytesParser
 from email.utils import parsedate_to_datetime
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -26,7 +28,7 @@ from packaging.utils import (
 )
 
 from bot.adapters.cache import Cache
-from bot.adapters.http import WHEEL_LIMIT, Download, HttpClient
+from bot.adapters.http import WHEEL_LIMIT, Download, HttpClient, Response
 from bot.adapters.lazywheel import (
     METADATA_LIMITS,
     TAIL,
@@ -40,6 +42,7 @@ from bot.adapters.lazywheel import (
 from bot.core.models import DistFile, ProjectPage
 from bot.errors import IndexError_, MetadataError, UnknownPackage, WheelError, WholeFile, redact
 
+_T = TypeVar("_T")
 ACCEPT = ("application/vnd.pypi.simple.v1+json, "
           "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01")
 
@@ -276,24 +279,66 @@ def parse_requires_dist(metadata: bytes) -> list[Requirement]:
 
 # -- the adapter ----------------------------------------------------------------------------
 class SimpleIndex:
-    """Reads project pages and core metadata from any PEP 503/691 index."""
+    """Reads project pages and core metadata from any PEP 503/691 index.
+
+    Every page is fetched at most once per command, however many threads ask for it: the
+    first asker fetches it, the others wait for that answer (or its error). ``prefetch``
+    starts pages in the background, so they travel while the command does other work."""
 
     def __init__(self, http: HttpClient, cache_dir: Path | None = None) -> None:
         self.http = http
         self.cache_dir = cache_dir
         self.cache = Cache(cache_dir) if cache_dir is not None else None
         self.metadata_sources: dict[str, str] = {}  # file url -> "pep658" | "range" | "download"
-        self._pages: dict[str, ProjectPage] = {}  # url -> page: one fetch per command
+        self._pages: dict[str, Future[ProjectPage]] = {}  # url -> page: one fetch per command
+        self._flat: dict[str, Future[Response]] = {}  # --find-links page url -> its answer
+        self._lock = threading.Lock()
         self._tails: dict[str, tuple[int, bytes, str]] = {}  # wheel url -> its last 64 KiB
+
+    @staticmethod
+    def page_url(index_url: str, name: str) -> str:
+        return f"{index_url.rstrip('/')}/{canonicalize_name(name)}/"
 
     def project(self, index_url: str, name: str) -> ProjectPage:
         """The project page, fetched once per command (drift asks again after its plan)."""
         name = canonicalize_name(name)
-        url = f"{index_url.rstrip('/')}/{name}/"
-        page = self._pages.get(url)
-        if page is None:
-            page = self._pages.setdefault(url, self._fetch_project(url, index_url, name))
-        return page
+        url = self.page_url(index_url, name)
+        return _once(self._lock, self._pages, url,
+                     lambda: self._fetch_project(url, index_url, name)).result()
+
+    def arrived(self, index_url: str, name: str) -> ProjectPage | None:
+        """The project page if it has arrived (never waits, never fetches, never raises)."""
+        future = self._pages.get(self.page_url(index_url, name))
+        if future is None or not future.done() or future.exception() is not None:
+            return None
+        return future.result()
+
+    def flat_page(self, url: str) -> Response:
+        """A --find-links page (one HTML list of every file), fetched once per command
+        however many packages it serves."""
+        return _once(self._lock, self._flat, url,
+                     lambda: self.http.get_cached(url, "text/html")).result()
+
+    def prefetch(self, pages: Iterable[tuple[str, str]],
+                 then: Callable[[str], None] | None = None) -> None:
+        """Start fetching the pages of ``(index_url, name)`` in the background (daemon
+        threads: a command that ends first does not wait for them); ``then(name)`` runs in
+        that thread once a page has arrived. Errors are kept for whoever asks."""
+        for index_url, name in pages:
+            url = self.page_url(index_url, name)
+            with self._lock:
+                if url in self._pages:
+                    continue
+                future: Future[ProjectPage] = Future()
+                self._pages[url] = future
+            threading.Thread(target=self._background, daemon=True,
+                             args=(future, url, index_url, name, then)).start()
+
+    def _background(self, future: Future[ProjectPage], url: str, index_url: str, name: str,
+                    then: Callable[[str], None] | None) -> None:
+        _settle(future, lambda: self._fetch_project(url, index_url, canonicalize_name(name)))
+        if then is not None and future.exception() is None:
+            then(canonicalize_name(name))
 
     def _fetch_project(self, url: str, index_url: str, name: str) -> ProjectPage:
         resp = self.http.get_cached(url, ACCEPT)
@@ -394,6 +439,28 @@ class SimpleIndex:
 
     def _cache_file(self, kind: str, file: DistFile) -> Path | None:
         return None if self.cache is None else self.cache.path(kind, file.url, file.sha256)
+
+
+def _once(lock: threading.Lock, held: dict[str, Future[_T]], key: str,
+          fetch: Callable[[], _T]) -> Future[_T]:
+    """The one future for ``key``: the first caller settles it with ``fetch`` (in its own
+    thread), later callers get the same future (and wait on it)."""
+    with lock:
+        future = held.get(key)
+        mine = future is None
+        if future is None:
+            held[key] = future = Future()
+    if mine:
+        _settle(future, fetch)
+    return future
+
+
+def _settle(future: Future[_T], fetch: Callable[[], _T]) -> None:
+    """Run ``fetch`` and put its result (or the error it raised) in ``future``."""
+    try:
+        future.set_result(fetch())
+    except BaseException as exc:  # kept for every waiter; re-raised by .result()
+        future.set_exception(exc)
 
 
 def verify_sha256(body: bytes, sha256: str | None, url: str) -> None:

@@ -4,7 +4,7 @@ parallel, each answer (or failure) kept so the resolver can report it per packag
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 
@@ -22,27 +22,44 @@ from bot.errors import IndexError_, MetadataError, PinbumpError, redact
 
 
 class IndexSource:
-    """Pages are fetched together; metadata is read ahead: asking for one version's
-    requirements also starts reading what the resolver asks next (the lockstep packages at
-    the lead's version, a companion's next older releases), so round trips overlap instead
-    of queueing. ``close`` drops reads nobody asked for."""
+    """Pages are fetched together, each once; metadata is read ahead, so round trips overlap
+    instead of queueing:
+
+    - as soon as a pinned companion's page arrives, the metadata of its releases the
+      resolver walks first (newest first, down to the current pin, at most ``SPECULATE``)
+      is read, while the lead's page and metadata are still on their way;
+    - asking for one version's requirements also starts reading what the resolver asks
+      next (the lockstep packages at the lead's version, a companion's next older releases).
+
+    What the resolver asks for never queues behind what was read ahead for it: guesses run
+    in a pool of their own, and a guess not yet started is moved to the asked pool when
+    asked for. ``close`` drops reads nobody asked for."""
 
     READ_AHEAD = 8  # a companion's older releases read while the newest is checked
+    SPECULATE = 16  # a pinned companion's releases read as soon as its page arrives
 
     def __init__(self, index: SimpleIndex, policy: Policy, env: Environment,
-                 model: IndexModel | None = None) -> None:
+                 model: IndexModel | None = None, *, cutoff: datetime | None = None,
+                 currents: Mapping[str, Version | None] | None = None) -> None:
         self.index = index
         self.policy = policy
         self.model = model
         self.env = env
-        self._pages: dict[tuple[str, str], ProjectPage | PinbumpError] = {}
+        self.cutoff = cutoff  # --as-of: files uploaded later are not considered
+        self.currents = dict(currents or {})  # pinned companion -> its current pin
+        self._flat: dict[tuple[str, str], ProjectPage | PinbumpError] = {}
         self._lock = threading.Lock()
         self._metadata: dict[DistFile, Future[bytes]] = {}
-        self._pool: ThreadPoolExecutor | None = None
+        self._guessed: set[Future[bytes]] = set()
+        self._pools: dict[bool, ThreadPoolExecutor] = {}  # speculative? -> its pool
+        self._versions: dict[int, tuple[ProjectPage, dict[Version, list[DistFile]]]] = {}
+        self._closed = False
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            self._closed = True
+            for pool in self._pools.values():
+                pool.shutdown(wait=False, cancel_futures=True)
 
     def refs(self, package: str) -> tuple[IndexRef, ...]:
         if self.model is not None and self.model.for_package(package):
@@ -50,44 +67,45 @@ class IndexSource:
         return (IndexRef(self.policy.index_for(package), "default index"),)
 
     def prefetch(self, packages: Iterable[str]) -> None:
-        """Fetch every page of every index of ``packages`` at once; errors are kept and raised
-        when the page is used."""
-        todo = [(p, r) for p in packages for r in self.refs(p)
-                if (p, r.url) not in self._pages]
-        if not todo:
-            return
-        with ThreadPoolExecutor(max_workers=min(16, len(todo))) as pool:
-            results = list(pool.map(lambda item: self._fetch(*item), todo))
-        with self._lock:
-            for (package, ref), result in zip(todo, results, strict=True):
-                self._pages[(package, ref.url)] = result
+        """Start every page of every index of ``packages`` at once, in the background; each
+        page is waited for where it is used, and its errors are raised there."""
+        packages = list(packages)
+        self.index.prefetch(((r.url, p) for p in packages for r in self.refs(p) if not r.flat),
+                            then=self._speculate)
+        for package in packages:
+            for ref in self.refs(package):
+                if ref.flat:
+                    threading.Thread(target=self._flat_page, args=(package, ref.url),
+                                     daemon=True).start()
 
-    def _fetch(self, package: str, ref: IndexRef) -> ProjectPage | PinbumpError:
-        try:
-            if ref.flat:
-                return self._flat(package, ref.url)
-            return self.index.project(ref.url, package)
-        except PinbumpError as exc:
-            return exc
+    def _fetch(self, package: str, ref: IndexRef) -> ProjectPage:
+        if ref.flat:
+            page = self._flat_page(package, ref.url)
+            if isinstance(page, PinbumpError):
+                raise page
+            return page
+        return self.index.project(ref.url, package)
 
-    def _flat(self, package: str, url: str) -> ProjectPage:
-        """A --find-links page: one HTML list of files, this package's picked out by name."""
-        resp = self.index.http.get_cached(url, "text/html")
-        if resp.status == 404:
-            raise IndexError_(f"{redact(url)}: HTTP 404 for a --find-links page")
-        name = canonicalize_name(package)
-        return parse_html_page(resp.content.decode("utf-8", "replace"), resp.url, name)
+    def _flat_page(self, package: str, url: str) -> ProjectPage | PinbumpError:
+        """A --find-links page: one HTML list of files, this package's picked out by name
+        (the page itself is fetched once, whichever packages it serves)."""
+        key = (package, url)
+        if key not in self._flat:
+            try:
+                resp = self.index.flat_page(url)
+                if resp.status == 404:
+                    raise IndexError_(f"{redact(url)}: HTTP 404 for a --find-links page")
+                name = canonicalize_name(package)
+                page: ProjectPage | PinbumpError = parse_html_page(
+                    resp.content.decode("utf-8", "replace"), resp.url, name)
+            except PinbumpError as exc:
+                page = exc
+            with self._lock:
+                self._flat.setdefault(key, page)
+        return self._flat[key]
 
     def page_on(self, package: str, ref: IndexRef) -> ProjectPage:
-        key = (package, ref.url)
-        if key not in self._pages:
-            result = self._fetch(package, ref)
-            with self._lock:
-                self._pages[key] = result
-        result = self._pages[key]
-        if isinstance(result, PinbumpError):
-            raise result
-        return result
+        return self._fetch(package, ref)
 
     def releases_on(self, package: str, index: IndexRef) -> dict[Version, list[DistFile]]:
         return self.page_on(package, index).versions()
@@ -101,13 +119,57 @@ class IndexSource:
             self._read(wheel)
         return parse_requires_dist(wanted.result())
 
-    def _read(self, wheel: DistFile) -> Future[bytes]:
+    def _read(self, wheel: DistFile, guess: bool = False) -> Future[bytes]:
+        """The read of ``wheel``'s metadata, started once; a guess still queued is moved
+        to the asked pool when it is asked for."""
         with self._lock:
-            if wheel not in self._metadata:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(max_workers=self.READ_AHEAD)
-                self._metadata[wheel] = self._pool.submit(self.index.metadata, wheel)
-            return self._metadata[wheel]
+            held = self._metadata.get(wheel)
+            if held is not None:
+                if guess or held not in self._guessed or not held.cancel():
+                    return held
+                self._guessed.discard(held)  # asked for before it started: asked now
+            if self._closed:  # a page arriving after the plan: nothing more to read
+                future: Future[bytes] = Future()
+                future.cancel()
+                return future
+            pool = self._pools.get(guess)
+            if pool is None:
+                pool = self._pools[guess] = ThreadPoolExecutor(
+                    max_workers=self.SPECULATE if guess else self.READ_AHEAD)
+            self._metadata[wheel] = future = pool.submit(self.index.metadata, wheel)
+            if guess:
+                self._guessed.add(future)
+            return future
+
+    def _speculate(self, package: str) -> None:
+        """A pinned companion's page arrived: read the metadata of the releases the resolver
+        will walk first (newest first, down to its current pin) before it asks."""
+        if package not in self.policy.active_group.companions or package not in self.currents:
+            return
+        current = self.currents[package]
+        guessed = 0
+        for version, files in sorted(self._held(package).items(), reverse=True):
+            if guessed >= self.SPECULATE or (current is not None and version < current):
+                break
+            if version.local or (version.is_prerelease and version != current
+                                 and not self.policy.prereleases_allowed(package)):
+                continue
+            wheel = self._likely_wheel(files)
+            if wheel is not None:
+                self._read(wheel, guess=True)
+                guessed += 1
+
+    def _likely_wheel(self, files: Sequence[DistFile]) -> DistFile | None:
+        """The wheel ``requires`` would read for these files: the same choice, over the files
+        not yanked and uploaded by the cutoff; None when the resolver would not read any."""
+        kept = [f for f in files if f.yanked is None and (
+            self.cutoff is None or f.upload_time is None or f.upload_time <= self.cutoff)]
+        if not any(f.is_wheel and self.env.installable(f) for f in kept):
+            return None
+        try:
+            return best_wheel(self.env, kept)
+        except PinbumpError:
+            return None
 
     def _next_asked(self, package: str, version: Version) -> list[DistFile]:
         """Wheels whose metadata the resolver is likely to want next (pages already held
@@ -132,10 +194,15 @@ class IndexSource:
         return out
 
     def _held(self, package: str) -> dict[Version, list[DistFile]]:
+        """The package's files by version on the pages of it that have arrived."""
         out: dict[Version, list[DistFile]] = {}
-        for (name, _), page in list(self._pages.items()):
-            if name == package and isinstance(page, ProjectPage):
-                for version, files in page.versions().items():
+        for ref in self.refs(package):
+            page = self._flat.get((package, ref.url)) if ref.flat else \
+                self.index.arrived(ref.url, package)
+            if isinstance(page, ProjectPage):
+                with self._lock:
+                    versions = self._versions.setdefault(id(page), (page, page.versions()))[1]
+                for version, files in versions.items():
                     out.setdefault(version, []).extend(files)
         return out
 

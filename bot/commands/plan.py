@@ -11,7 +11,7 @@ from bot.core.config import Policy, builtin_data
 from bot.core.discovery import Target
 from bot.core.indexmodel import IndexModel, build_model
 from bot.core.models import Plan
-from bot.core.resolve import cutoff_for, lead_pins_of, make_plan
+from bot.core.resolve import companion_currents, cutoff_for, lead_pins_of, make_plan
 from bot.core.workspace import Workspace
 from bot.errors import IndexError_
 
@@ -22,11 +22,13 @@ def plan(ws: Workspace, services: Services, as_of: str | None = None) -> Plan:
     lead_pins_of(ws.target, ws.policy)  # no lead pin: say so before any request
     services.http.authorize(ws.policy.credentials)  # the index's, to its origin only
     model = index_model(ws.target, ws.policy)
-    source = IndexSource(services.index, ws.policy, ws.env, model)
+    now = cutoff_for(as_of, services.clock())
+    source = IndexSource(services.index, ws.policy, ws.env, model,
+                         cutoff=now if as_of else None,
+                         currents=companion_currents(ws.target, group))
     with closing(source), services.progress(
             f"querying the indexes for {', '.join(group.members)}"):
         source.prefetch(group.members)
-        now = cutoff_for(as_of, services.clock())
         result = make_plan(ws.target, ws.policy, source, now, as_of=bool(as_of), env=ws.env,
                            model=model)
     check_strict(result, ws.policy)

@@ -35,6 +35,43 @@ def platform_tags(platform: str) -> list[str]:
 
 
 MANYLINUX = platform_tags("linux-x86_64")
+_EVERY = "\x00"  # stands for each platform of a list: packaging's tag lists are products
+
+
+@dataclass(frozen=True)
+class TagTable:
+    """The wheel tags one Python installs on one platform, as packaging lists them
+    (``cpython_tags`` + ``compatible_tags``), held as the product it is: every
+    interpreter-ABI pair of ``pairs`` with every platform tag of ``platforms``, and the
+    pairs of ``anywhere`` with ``any``. About 40 entries instead of 1,100 tag objects."""
+
+    pairs: frozenset[str]
+    platforms: frozenset[str]
+    anywhere: frozenset[str]
+
+    def fits(self, wheel_tags: frozenset[str]) -> bool:
+        for tag in wheel_tags:
+            pair, _, platform = tag.rpartition("-")
+            if (pair in self.pairs and platform in self.platforms) or (
+                    platform == "any" and pair in self.anywhere):
+                return True
+        return False
+
+    def expand(self) -> frozenset[str]:
+        return frozenset({f"{p}-{plat}" for p in self.pairs for plat in self.platforms}
+                         | {f"{p}-any" for p in self.anywhere})
+
+
+def tag_table(platform: str, python: str) -> TagTable:
+    """The tags of ``python`` on ``platform``: packaging's own lists, computed for one
+    stand-in platform and spread over the platform's tags (the lists are products)."""
+    version = tuple(int(x) for x in python.split("."))
+    pairs: set[str] = set()
+    anywhere: set[str] = set()
+    for tag in (*tags.cpython_tags(version, platforms=[_EVERY]),
+                *tags.compatible_tags(version, platforms=[_EVERY])):
+        (pairs if tag.platform == _EVERY else anywhere).add(f"{tag.interpreter}-{tag.abi}")
+    return TagTable(frozenset(pairs), frozenset(platform_tags(platform)), frozenset(anywhere))
 
 
 @dataclass(frozen=True)
@@ -56,23 +93,16 @@ class Environment:
                    platforms=platforms)
 
     @cached_property
-    def _tags(self) -> dict[tuple[str, str], frozenset[str]]:
-        out = {}
-        for platform in self.platforms:
-            plats = platform_tags(platform)
-            for py in self.pythons:
-                version = tuple(int(x) for x in py.split("."))
-                found = {str(t) for t in tags.cpython_tags(version, platforms=plats)}
-                found.update(str(t) for t in tags.compatible_tags(version, platforms=plats))
-                out[(platform, py)] = frozenset(found)
-        return out
+    def _tags(self) -> dict[tuple[str, str], TagTable]:
+        return {(platform, py): tag_table(platform, py)
+                for platform in self.platforms for py in self.pythons}
 
     @cached_property
     def wheel_tags(self) -> frozenset[str]:
-        return frozenset(t for found in self._tags.values() for t in found)
+        return frozenset(t for table in self._tags.values() for t in table.expand())
 
     def _fits(self, file: DistFile, platform: str, python: str) -> bool:
-        return file.is_wheel and bool(file.tags & self._tags[(platform, python)]) and \
+        return file.is_wheel and self._tags[(platform, python)].fits(file.tags) and \
             Version(python) in _specifier(file.requires_python)
 
     def on_platform(self, files: Sequence[DistFile], platform: str) -> list[DistFile]:

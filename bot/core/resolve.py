@@ -585,8 +585,22 @@ class _Slot:
     own: list[Constraint]
 
 
+def companion_currents(target: Target, group: Group) -> dict[str, Version | None]:
+    """Each pinned companion's current version (its highest exact pin, else its highest
+    floor, else None): the resolver walks a companion's releases newest first down to it."""
+    out: dict[str, Version | None] = {}
+    for package in group.companions:
+        pins = target.pins_of(package)
+        if pins:
+            exact = [p.exact for p in pins if p.exact is not None]
+            floors = [p.floor for p in pins if p.floor is not None]
+            out[package] = max(exact) if exact else (max(floors) if floors else None)
+    return out
+
+
 def _slots(ctx: Context) -> list[_Slot]:
     slots = []
+    currents = companion_currents(ctx.target, ctx.group)
     for package in ctx.group.companions:
         pins = ctx.target.pins_of(package)
         if not pins:
@@ -603,8 +617,7 @@ def _slots(ctx: Context) -> list[_Slot]:
         cap = ctx.policy.caps.get(package)
         if cap is not None:
             own.append(Constraint(Requirement(f"{package}<{cap}"), f"cap in {ctx.policy.source}"))
-        current = max(exact) if exact else (max(floors) if floors else None)
-        slots.append(_Slot(package, mode, current, own))
+        slots.append(_Slot(package, mode, currents[package], own))
     return slots
 
 

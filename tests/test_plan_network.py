@@ -1,0 +1,158 @@
+"""The plan's network critical path, read from a loopback index's request log (never from
+timings): pages start together, a pinned companion's metadata is read while the lead's page
+is still on its way, no page or byte range is asked for twice in one command, and a host
+found unreachable is not tried again in the same command."""
+
+from __future__ import annotations
+
+import socket
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.http import HttpClient
+from bot.commands.context import PlanOptions
+from bot.errors import IndexError_
+from planning import planned
+from servers import HostileIndex, hostile_index
+from targets import write_target
+from wheels import build_wheel
+
+LEAD_PAGE = "/simple/flashinfer-python/"
+Log = list[tuple[str, str, dict[str, str]]]
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[HostileIndex]:
+    """The SGLang-shaped stack on a PEP 691 index without PEP 658 files: metadata comes
+    from range reads of the wheels, each one a line of the log."""
+    wheels = tmp_path / "wheels"
+    with hostile_index(tmp_path / "index") as srv:
+        for name, versions in {
+            "flashinfer-python": {"0.6.8.post1": [], "0.6.11": ["nvidia-cutlass-dsl>=4.5"]},
+            "flashinfer-cubin": {"0.6.8.post1": [], "0.6.11": []},
+            "nvidia-cutlass-dsl": {"4.4.2": [], "4.5.0": [], "4.6.0": []},
+            "quack-kernels": {"0.3.0": [], "0.3.1": ["nvidia-cutlass-dsl>=4.5"],
+                              "0.3.2": ["nvidia-cutlass-dsl>=4.6"]},
+        }.items():
+            srv.publish(name, [build_wheel(wheels, name, v, requires=r)
+                               for v, r in versions.items()])
+        yield srv
+
+
+def companion_read(log: Log) -> bool:
+    """A companion's wheel has been asked for (its metadata is being read)."""
+    return any(path.startswith(("/files/nvidia_cutlass_dsl-", "/files/quack_kernels-"))
+               for _, path, _ in log)
+
+
+def test_companion_metadata_is_read_while_the_lead_page_is_held(index: HostileIndex,
+                                                                 tmp_path: Path) -> None:
+    """The lead's page is answered only once a companion's wheel has been asked for: a
+    client that fetched pages, then resolved, then read metadata would never get it (the
+    hold ends after 10 s, and ``released`` says so)."""
+    index.holds[LEAD_PAGE] = companion_read
+    repo = write_target(tmp_path / "repo")
+    opts = PlanOptions(repo=repo, index_url=index.url, no_cache=True)
+    with planned(opts) as done:
+        assert done.plan.lead_target == "0.6.11"
+    assert index.released == {LEAD_PAGE: True}
+    chosen = {c.package: c.target for c in done.plan.changes}
+    assert chosen["nvidia-cutlass-dsl"] == "4.6.0"
+
+
+def test_no_page_and_no_range_is_fetched_twice_in_one_command(index: HostileIndex,
+                                                               tmp_path: Path) -> None:
+    repo = write_target(tmp_path / "repo")
+    opts = PlanOptions(repo=repo, index_url=index.url, no_cache=True)
+    with planned(opts) as done:
+        assert done.plan.lead_target == "0.6.11"
+        # drift and apply ask for the lead's page again after the plan: served from memory
+        index_url = opts.index_url
+        assert index_url is not None
+        done.services.index.project(index_url, "flashinfer-python")
+    asked = Counter((method, path, headers.get("Range", ""))
+                    for method, path, headers in index.requests)
+    assert asked and max(asked.values()) == 1, [k for k, n in asked.items() if n > 1]
+    pages = {path for _, path, _ in asked if path.startswith("/simple/")}
+    assert {"/simple/flashinfer-python/", "/simple/flashinfer-cubin/",
+            "/simple/nvidia-cutlass-dsl/", "/simple/quack-kernels/"} <= pages
+
+
+def test_guesses_never_change_the_plan_nor_fail_it(index: HostileIndex,
+                                                   tmp_path: Path) -> None:
+    """A companion release whose wheel is gone (HTTP 404) is read ahead and fails there; the
+    resolver never needs it (the newest release fits), so the plan is the same."""
+    repo = write_target(tmp_path / "repo")
+    opts = PlanOptions(repo=repo, index_url=index.url, no_cache=True)
+    with planned(opts) as before:
+        pass
+    gone = next(p for p in index.routes if p.startswith("/files/quack_kernels-0.3.0-"))
+    del index.routes[gone]
+    with planned(opts) as after:
+        pass
+    assert after.plan.changes == before.plan.changes
+    assert after.plan.unchanged == before.plan.unchanged
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on: connecting to it is refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("how", ["refused", "no such name"])
+def test_an_unreachable_host_is_tried_once_per_command(how: str,
+                                                       monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    """Refused (every retry spent) or not resolving (no retry): the next URL on that host
+    fails at once, with the same reason, and another host is still tried."""
+    base, spent = f"http://127.0.0.1:{closed_port()}", 3
+    if how == "no such name":
+        base, spent = "http://flashinfer.example", 1
+        real_resolve = socket.getaddrinfo
+
+        def resolve(host: str, *args: object, **kwargs: object) -> object:
+            if host == "flashinfer.example":
+                raise socket.gaierror(socket.EAI_NONAME, "resolver says no")
+            return real_resolve(host, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    tries: list[str] = []
+    real = HttpClient._send
+
+    def counted(self: HttpClient, method: str, url: str, *args: object) -> object:
+        tries.append(url)
+        return real(self, method, url, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(HttpClient, "_send", counted)
+    with HttpClient(retries=2, backoff=0.0) as http:
+        with pytest.raises(IndexError_, match="cannot connect") as first:
+            http.request("GET", f"{base}/whl/flashinfer-cubin/")
+        assert len(tries) == spent
+        with pytest.raises(IndexError_, match="cannot connect") as second:
+            http.request("GET", f"{base}/whl/cu129/flashinfer-jit-cache/")
+        assert len(tries) == spent  # not tried again
+        assert str(second.value).startswith(f"{base}/whl/cu129/flashinfer-jit-cache/: ")
+        reason = str(first.value).split(": ", 1)[1].split(" after ")[0].split(";")[0]
+        assert reason in str(second.value)
+        with pytest.raises(IndexError_):  # another host: tried
+            http.request("GET", f"http://127.0.0.1:{closed_port()}/other/")
+        assert len(tries) == spent + 3
+
+
+def test_a_slow_answer_does_not_mark_its_host_unreachable(tmp_path: Path) -> None:
+    """Only a host that could not be connected to at all is given up on: one whose answer
+    timed out (it did connect) is asked again for the next URL."""
+    with hostile_index(tmp_path / "index") as srv:
+        from servers import Route
+
+        srv.routes["/slow/"] = Route(b"x" * 10, drip=1.0)
+        srv.routes["/fast/"] = Route(b"ok")
+        with HttpClient(timeout=0.3, retries=0) as http:
+            with pytest.raises(IndexError_, match="timed out"):
+                http.request("GET", f"{srv.base}/slow/")
+            assert http.request("GET", f"{srv.base}/fast/").content == b"ok"
