@@ -183,3 +183,155 @@ def test_plan_lists_an_undecodable_included_file_as_not_read(
     code, out, _ = cli(capsys, "plan", "--repo", str(repo), "--index-url", pypi.url)
     assert code == 0
     assert "  not read  deploy/gpu.lst: not UTF-8 text (invalid start byte)" in out
+
+
+# -- 2. shell assignments before ";" / "&&", and the shell's other ways to set a variable ---
+@pytest.mark.parametrize(("script", "expected"), [
+    ("FLASHINFER_VERSION=0.6.8.post1; pip install flashinfer-python==$FLASHINFER_VERSION\n",
+     [(1, LEAD, "FLASHINFER_VERSION")]),
+    ("FI=0.6.8.post1 && pip install flashinfer-cubin==${FI}\n",
+     [(1, "flashinfer-cubin", "FI")]),
+    ("set -e; export FLASHINFER_VERSION='0.6.8.post1';\n", [(1, LEAD, "FLASHINFER_VERSION")]),
+    ("export CUDA_VERSION=12.9 FLASHINFER_VERSION=0.6.8.post1\n",
+     [(1, LEAD, "FLASHINFER_VERSION")]),
+    ("export CUDA_VERSION=12.9 \\\n    FLASHINFER_VERSION=0.6.8.post1\n",
+     [(2, LEAD, "FLASHINFER_VERSION")]),
+    ('if [ -z "${CI:-}" ]; then FLASHINFER_VERSION=0.6.8.post1; fi\n',
+     [(1, LEAD, "FLASHINFER_VERSION")]),
+    ('[ -n "$PINNED" ] || FLASHINFER_VERSION=0.6.8.post1\n', [(1, LEAD, "FLASHINFER_VERSION")]),
+    ("FLASHINFER_VERSION=${FLASHINFER_VERSION:-0.6.8.post1}\n",
+     [(1, LEAD, "FLASHINFER_VERSION")]),
+    # an environment for one command is read as it was: the variable's value for that command
+    ("FLASHINFER_VERSION=0.6.8.post1 bash ci/install_flashinfer.sh\n",
+     [(1, LEAD, "FLASHINFER_VERSION")]),
+    ("FLASHINFER_VERSION=0.6.8.post1  # don't bump by hand\n",
+     [(1, LEAD, "FLASHINFER_VERSION")]),
+    # not an assignment: an argument, a comment, a quoted ";", an argument on a continued line
+    ("echo FLASHINFER_VERSION=0.6.8.post1\n", []),
+    ("# FLASHINFER_VERSION=0.6.1; echo\necho hi # ; FLASHINFER_VERSION=0.6.1\n", []),
+    ('MSG="done; FLASHINFER_VERSION=0.6.1"\n', []),
+    ("pip install torch \\\n    FLASHINFER_VERSION=0.6.1\n", []),
+])
+def test_shell_assignments_after_separators_and_other_forms(
+        tmp_path: Path, script: str, expected: list[tuple[int, str, str]]) -> None:
+    target = scan(tmp_path, {"ci/install.sh": "#!/bin/bash\n" + script})
+    assert [(p.line, p.package, p.section) for p in target.pins
+            if p.section.startswith("shell ")] == [
+        (line + 1, package, f"shell {name}") for line, package, name in expected]
+    assert {p.literal for p in target.pins if p.section.startswith("shell ")} <= {"0.6.8.post1"}
+
+
+SCRIPT = """\
+#!/bin/bash
+set -euo pipefail
+TAG=0.6.8.post1; FLASHINFER_VERSION=0.6.8.post1; pip install flashinfer-python==$FLASHINFER_VERSION
+[ -n "${CI:-}" ] && FI_CUBIN=0.6.8.post1 && pip install "flashinfer-cubin==${FI_CUBIN}"
+echo "FLASHINFER_VERSION=0.6.8.post1"
+"""
+
+
+def test_apply_moves_a_shell_variable_set_before_a_separator_and_nothing_else(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    publish(pypi)
+    repo = write(tmp_path / "repo", {"ci/install.sh": SCRIPT})
+    assert changed_files(plan(capsys, repo, pypi.url)) == {
+        LEAD: ["ci/install.sh:3"], "flashinfer-cubin": ["ci/install.sh:4"]}
+    apply(capsys, repo, pypi.url)
+    # TAG holds the same version on the same line and is no pin: it stays; so does the echo
+    assert (repo / "ci/install.sh").read_text() == SCRIPT.replace(
+        "FLASHINFER_VERSION=0.6.8.post1;", "FLASHINFER_VERSION=0.6.11;").replace(
+        "FI_CUBIN=0.6.8.post1", "FI_CUBIN=0.6.11")
+
+
+# -- 3. only a clone of the lead's own repository ties its --branch to the lead --------------
+@pytest.mark.parametrize(("command", "pinned"), [
+    ("git clone --branch v0.1.2 https://github.com/flashinfer-ai/flashinfer-bench.git", False),
+    ("git clone https://github.com/flashinfer-ai/flashinfer-bench.git --branch v0.1.2", False),
+    ("git clone https://github.com/other/flashinfer_tools -b v0.1.2", False),
+    # a folder named flashinfer is not the repository
+    ("git clone --depth 1 https://github.com/other/kernels.git /opt/flashinfer -b v0.1.2",
+     False),
+    ("git clone --branch main https://github.com/flashinfer-ai/flashinfer.git", False),
+    ("git clone --branch v0.1.2 https://github.com/flashinfer-ai/flashinfer.git", True),
+    # any host and owner, a trailing slash, any case; git's own option forms
+    ("git clone -b v0.1.2 git@gitlab.example:mirror/FlashInfer.git/ src", True),
+    ("git -c advice.detachedHead=false clone --recursive --br=v0.1.2 "
+     "https://gitlab.example/mirror/flashinfer", True),
+    ("git clone -bv0.1.2 --depth=1 -- https://github.com/flashinfer-ai/flashinfer", True),
+])
+def test_only_a_clone_of_the_leads_repository_pins_the_lead(tmp_path: Path, command: str,
+                                                              pinned: bool) -> None:
+    target = scan(tmp_path, {"ci/clone.sh": f"#!/bin/bash\n{command}\n",
+                             "docker/Dockerfile": f"FROM x\nRUN {command}\n"})
+    expected = [("ci/clone.sh:2", LEAD, "0.1.2", ""),
+                ("docker/Dockerfile:2", LEAD, "0.1.2", "")] if pinned else []
+    assert sorted(found(target)) == expected
+
+
+def test_apply_leaves_a_clone_of_another_repository_alone(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    publish(pypi)
+    script = ("#!/bin/bash\n"
+              "git clone https://github.com/flashinfer-ai/flashinfer-bench.git --branch v0.6.8\n"
+              "git clone --branch v0.6.8.post1 https://github.com/flashinfer-ai/flashinfer.git\n")
+    repo = write(tmp_path / "repo", {"requirements.txt": "flashinfer-python==0.6.8.post1\n",
+                                     "ci/clone.sh": script})
+    assert changed_files(plan(capsys, repo, pypi.url)) == {
+        LEAD: ["requirements.txt:1", "ci/clone.sh:3"]}
+    apply(capsys, repo, pypi.url)
+    assert (repo / "ci/clone.sh").read_text() == script.replace("v0.6.8.post1", "v0.6.11")
+
+
+# -- 4. setup.cfg: only requirement lists are pins ---------------------------------------------
+SETUP_CFG = """\
+[metadata]
+name = flashinfer-python
+version = 0.6.8.post1
+description = flashinfer-cubin>=0.6
+
+[options]
+python_requires = >=3.10
+install_requires =
+    flashinfer-cubin==0.6.8.post1
+    # nvidia-cutlass-dsl==4.0
+    nvidia-cutlass-dsl==4.4.2; platform_machine == "x86_64"
+setup-requires = quack-kernels>=0.3.0; torch
+tests_require = flashinfer-jit-cache==0.6.8.post1
+
+[options.extras_require]
+cu13 =
+    flashinfer-python[cu13]==0.6.8.post1
+
+[options.entry_points]
+console_scripts =
+    flashinfer-cubin = flashinfer.cli:main
+
+[flake8]
+exclude = flashinfer-cubin
+"""
+
+
+def test_setup_cfg_pins_are_in_its_requirement_lists_only(tmp_path: Path) -> None:
+    target = scan(tmp_path, {"setup.cfg": SETUP_CFG})
+    assert found(target) == [
+        ("setup.cfg:9", "flashinfer-cubin", "0.6.8.post1", ""),
+        ("setup.cfg:11", "nvidia-cutlass-dsl", "4.4.2", ""),
+        ("setup.cfg:12", "quack-kernels", "0.3.0", ""),
+        ("setup.cfg:13", "flashinfer-jit-cache", "0.6.8.post1", ""),
+        ("setup.cfg:17", LEAD, "0.6.8.post1", "")]
+    assert [p.requirement for p in target.pins][1:3] == [
+        'nvidia-cutlass-dsl==4.4.2; platform_machine == "x86_64"', "quack-kernels>=0.3.0"]
+
+
+def test_apply_leaves_setup_cfg_metadata_alone(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    publish(pypi)
+    cfg = ("[metadata]\nname = flashinfer-python\nversion = 0.6.8.post1\n\n[options]\n"
+           "install_requires =\n    flashinfer-cubin==0.6.8.post1\n")
+    repo = write(tmp_path / "repo", {"requirements.txt": "flashinfer-python==0.6.8.post1\n",
+                                     "setup.cfg": cfg})
+    doc = plan(capsys, repo, pypi.url)
+    assert changed_files(doc) == {LEAD: ["requirements.txt:1"], "flashinfer-cubin": ["setup.cfg:7"]}
+    assert doc["unchanged"] == []  # the project's own name is no unversioned pin of the lead
+    apply(capsys, repo, pypi.url)
+    assert (repo / "setup.cfg").read_text() == cfg.replace("cubin==0.6.8.post1", "cubin==0.6.11")

@@ -32,6 +32,11 @@ def found(path: str, text: str) -> list[Pin]:
      "#!/bin/bash\nFLASHINFER_VERSION=0.6.11  # the last good one\n"
      "git clone --branch v0.6.11 https://github.com/flashinfer-ai/flashinfer\n",
      ["literal", "literal"]),
+    # another variable of the line holds the same version: only the pin's own value moves
+    ("ci/env.sh", "TAG=0.6.8.post1; export FLASHINFER_VERSION=0.6.8.post1 CUDA=0.6.8.post1\n",
+     "TAG=0.6.8.post1; export FLASHINFER_VERSION=0.6.11 CUDA=0.6.8.post1\n", ["literal"]),
+    ("ci/default.sh", 'X=0.6.8.post1 FLASHINFER_VERSION="${FLASHINFER_VERSION:-v0.6.8.post1}"\n',
+     'X=0.6.8.post1 FLASHINFER_VERSION="${FLASHINFER_VERSION:-v0.6.11}"\n', ["literal"]),
     ("versions.json", '{\n  "FLASHINFER_VERSION": "0.6.8.post1"\n}\n',
      '{\n  "FLASHINFER_VERSION": "0.6.11"\n}\n', ["literal"]),
     ("requirements.txt",

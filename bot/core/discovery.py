@@ -244,11 +244,12 @@ _EGG = re.compile(r"#egg=(?P<name>[A-Za-z0-9._-]+)")
 _REF = re.compile(r"@v?(?P<version>\d[\w.+!-]*?)(?=#|$|\s)")
 
 
-def _long_option(name: str) -> str:
-    """A long option as optparse reads it: itself, or the one option it is a prefix of."""
-    if name in _PIP_LONG:
+def _long_option(name: str, options: Sequence[str] = _PIP_LONG) -> str:
+    """A long option as optparse (and git) read it: itself, or the one option it is a prefix
+    of."""
+    if name in options:
         return name
-    found = [o for o in _PIP_LONG if o.startswith(name)]
+    found = [o for o in options if o.startswith(name)]
     return found[0] if len(found) == 1 else name
 
 
@@ -470,16 +471,130 @@ def file_kind(rel: str) -> FileKind | None:
 # -- version variables: ARG FLASHINFER_VERSION, FLASHINFER_VERSION=... in CI scripts ----------
 _ARG = re.compile(r"^\s*ARG\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=(?P<q>[\"']?)"
                   r"(?P<value>[^\s\"']*)(?P=q))?", re.IGNORECASE)
-_SHELL_ASSIGN = re.compile(r"^\s*(?:export\s+|readonly\s+|declare\s+(?:-\w+\s+)?)?"
-                           r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<q>[\"']?)"
-                           r"(?P<value>[^\s\"'$]*)(?P=q)(?:\s|;|$)")
 _INSTALL_PIN = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
                           r"(?P<op>===|==|>=)\s*(?P<value>\$\{?(?P<var>[A-Za-z_][A-Za-z0-9_]*)"
                           r"\}?|\d[\w.+!-]*)")
 _INDEX_OPT = re.compile(r"(?P<opt>--index-url|--extra-index-url|--find-links|-i|-f)"
                         r"(?:=|\s+)(?P<q>[\"']?)(?P<url>https?://\S+?)(?P=q)(?=\s|$|;|&|\|)")
-_GIT_BRANCH = re.compile(r"git\s+clone\b[^\n]*?(?:--branch|-b)[=\s]+(?P<q>[\"']?)"
-                         r"v?(?P<version>\d[\w.+!-]*)(?P=q)")
+
+# `git clone`'s long options (git 2.47), those taking a value, and its short options: git's
+# option parser also takes a long option's unique prefix (``--br`` is ``--branch``)
+_CLONE_LONG = ("--also-filter-submodules", "--bare", "--branch", "--bundle-uri", "--config",
+               "--depth", "--dissociate", "--filter", "--jobs", "--local", "--mirror",
+               "--no-checkout", "--no-hardlinks", "--no-reject-shallow",
+               "--no-remote-submodules", "--no-shallow-submodules", "--no-single-branch",
+               "--no-tags", "--origin", "--progress", "--quiet", "--recurse-submodules",
+               "--ref-format", "--reference", "--reference-if-able", "--reject-shallow",
+               "--remote-submodules", "--revision", "--separate-git-dir", "--server-option",
+               "--shallow-exclude", "--shallow-since", "--shallow-submodules", "--shared",
+               "--single-branch", "--sparse", "--tags", "--template", "--upload-pack",
+               "--recursive", "--verbose")
+_CLONE_VALUED = {"--branch", "--bundle-uri", "--config", "--depth", "--filter", "--jobs",
+                 "--origin", "--ref-format", "--reference", "--reference-if-able",
+                 "--revision", "--separate-git-dir", "--server-option", "--shallow-exclude",
+                 "--shallow-since", "--template", "--upload-pack"}
+_CLONE_SHORT = {"-b": "--branch", "-c": "--config", "-j": "--jobs", "-o": "--origin",
+                "-u": "--upload-pack"}
+
+
+def _clone_words(command: str) -> list[str] | None:
+    """The words after ``git [-C dir] [-c k=v] clone`` in one command; None if it is not one."""
+    words = _split_words(command)
+    for i, word in enumerate(words):
+        if word != "git" and not word.endswith("/git"):
+            continue
+        j = i + 1
+        while j < len(words) and words[j].startswith("-"):
+            j += 2 if words[j] in ("-C", "-c") else 1
+        if j < len(words) and words[j] == "clone":
+            return words[j + 1:]
+    return None
+
+
+def _clone_args(words: Sequence[str]) -> tuple[str, str]:
+    """(the --branch value, the repository) of git clone's arguments, as git reads them."""
+    branch, positional = "", list[str]()
+    rest = iter(words)
+    for word in rest:
+        if word == "--":
+            positional.extend(rest)
+        elif word.startswith("--"):
+            name, eq, value = word.partition("=")
+            name = _long_option(name, _CLONE_LONG)
+            value = value if eq or name not in _CLONE_VALUED else next(rest, "")
+            branch = value if name == "--branch" else branch
+        elif word.startswith("-") and len(word) > 1:
+            name = _CLONE_SHORT.get(word[:2], "")
+            value = word[2:] or (next(rest, "") if name else "")
+            branch = value if name == "--branch" else branch
+        else:
+            positional.append(word)
+    return branch, positional[0] if positional else ""
+
+
+def _repository_name(url: str) -> str:
+    """flashinfer for https://github.com/flashinfer-ai/flashinfer.git, git@host:o/flashinfer/."""
+    name = re.split(r"[/:]", url.rstrip("/"))[-1].lower()
+    return name[:-4] if name.endswith(".git") else name
+
+
+def clone_version(command: str, repository: str) -> str | None:
+    """The version a ``git clone --branch v<version> <url>`` of ``repository`` (its name on any
+    host, under any owner) checks out; None for another repository or a branch that is not a
+    version (``flashinfer-bench`` is not ``flashinfer``; a folder named flashinfer is not the
+    repository)."""
+    words = _clone_words(command)
+    if words is None:
+        return None
+    branch, url = _clone_args(words)
+    if _repository_name(url) != repository.lower() or not _is_version(branch):
+        return None
+    return branch[1:] if branch.startswith("v") else branch
+
+
+_DECLARATIONS = {"export", "readonly", "local", "declare", "typeset"}
+_RESERVED = {"then", "else", "do", "if", "elif", "while", "until", "!", "{", "time"}
+_NAME_VALUE = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)", re.S)
+_DEFAULT_VALUE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=](?P<value>[^}]*)\}")
+
+
+def _shell_words(line: str) -> list[str]:
+    """Words and operators (``;``, ``&&``, ``|``...) of a shell line, quotes removed. A "#"
+    inside a word is part of it (as in the shell); when the quotes do not close (an
+    apostrophe in a comment), the line is read again with "#" ending it anywhere."""
+    for commenters in ("", "#"):
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = commenters
+        try:
+            return list(lexer)
+        except ValueError:
+            continue
+    return []
+
+
+def shell_assignments(line: str) -> list[tuple[str, str]]:
+    """(name, value) of each variable a logical shell line sets, as the shell reads it: the
+    ``NAME=value`` words at the start of each command (after ``;``, ``&&``, ``||``, ``|``,
+    ``then``...; also an environment prefix of one command) and the words of ``export``,
+    ``readonly``, ``declare``; ``${NAME:-default}`` gives its default. A comment, an argument
+    (``echo X=1``) or a quoted ``;`` sets nothing."""
+    out: list[tuple[str, str]] = []
+    start, declaring = True, False
+    for word in _shell_words(line):
+        if word.startswith("#"):
+            break
+        if not word.strip(";&|()"):
+            start, declaring = True, False
+        elif (start or declaring) and (m := _NAME_VALUE.fullmatch(word)):
+            default = _DEFAULT_VALUE.fullmatch(m.group("value"))
+            out.append((m.group("name"), default.group("value") if default
+                        else m.group("value")))
+        elif start and word in _DECLARATIONS:
+            start, declaring = False, True
+        elif not (start and word in _RESERVED) and not declaring:
+            start = False
+    return out
 
 
 def _is_version(text: str) -> bool:
@@ -576,13 +691,12 @@ def _installs(path: str, text: str, scan: _Scan, *, section: str) -> dict[str, l
                 line_no = start + _line_offset(text, start, m.group(0))
                 scan.indexes.append(IndexDecl(m.group("url"), opt, path, line_no,
                                               frozenset(packages)))
-        branch = _GIT_BRANCH.search(line)
-        if branch and re.search(rf"/{re.escape(scan.lead.split('-')[0])}(\.git)?\b", line) \
-                and _is_version(branch.group("version")):
-            line_no = start + _line_offset(text, start, branch.group("version"))
-            scan.pins.append(Pin(scan.lead, f"{scan.lead}=={branch.group('version')}", path,
-                                 line_no, f"{section} (git clone --branch)", kind=PinKind.LITERAL,
-                                 literal=branch.group("version")))
+        version = clone_version(line, scan.lead.split("-")[0])
+        if version:
+            line_no = start + _line_offset(text, start, version)
+            scan.pins.append(Pin(scan.lead, f"{scan.lead}=={version}", path, line_no,
+                                 f"{section} (git clone --branch)", kind=PinKind.LITERAL,
+                                 literal=version))
     return fed
 
 
@@ -626,17 +740,26 @@ def _shell(path: str, text: str, scan: _Scan) -> None:
     before = {k: set(v) for k, v in scan.args.items()}
     fed = _installs(path, text, scan, section="shell")
     mine = {name: scan.args[name] - before.get(name, set()) or scan.args[name] for name in fed}
-    for number, line in enumerate(text.splitlines(), start=1):
-        m = _SHELL_ASSIGN.match(line)
-        if not m or not _is_version(m.group("value")):
+    for start, line in _logical_commands(text):
+        if not re.search(r"[=-][\"']?v?\d", line):  # no version is set here: not lexed
             continue
-        name = m.group("name")
-        packages = mine.get(name) or (
-            {p} if (p := tied_package(name, scan.names, scan.lead)) else set())
-        value = m.group("value").lstrip("v")
-        for package in sorted(packages):
-            scan.pins.append(Pin(package, f"{package}=={value}", path, number,
-                                 f"shell {name}", kind=PinKind.LITERAL, literal=value))
+        for name, value in shell_assignments(line):
+            if _is_version(value):
+                _shell_pin(path, text, scan, start, name, value.lstrip("v"),
+                           mine.get(name, set()))
+
+
+def _shell_pin(path: str, text: str, scan: _Scan, start: int, name: str, value: str,
+               used: set[str]) -> None:
+    """``name=value`` set on the logical line at ``start``: a pin of the packages the script
+    installs with it, else of the package its name says, on the physical line setting it."""
+    packages = used or ({p} if (p := tied_package(name, scan.names, scan.lead)) else set())
+    assignment = re.compile(rf"(?<![\w$]){re.escape(name)}=")
+    lines = text.splitlines()[start - 1:start + 49]
+    number = start + next((i for i, line in enumerate(lines) if assignment.search(line)), 0)
+    for package in sorted(packages):
+        scan.pins.append(Pin(package, f"{package}=={value}", path, number, f"shell {name}",
+                             kind=PinKind.LITERAL, literal=value))
 
 
 def _json(path: str, text: str, scan: _Scan, arg_names: set[str]) -> None:
@@ -702,20 +825,51 @@ def _setup_py(path: str, text: str, names: set[str]) -> list[Pin]:
     return pins
 
 
+_CFG_SECTION = re.compile(r"\[(?P<name>[^\]]+)\]\s*$")
+_CFG_KEY = re.compile(r"(?P<key>[^\s=:][^=:]*?)\s*[=:]\s*(?P<value>.*)$")
+_CFG_LISTS = {"install_requires", "setup_requires", "tests_require"}  # of [options]
+
+
+def _cfg_lists(text: str) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, whole) of each line of setup.cfg's requirement lists: [options]
+    install_requires, setup_requires and tests_require, and every key of
+    [options.extras_require] (never [metadata], whose ``name`` is the project's own); whole:
+    the key's value is that one line (setuptools splits it at ";")."""
+    lines = text.splitlines()
+    section, listing = "", False
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or line.lstrip().startswith(("#", ";")):
+            continue
+        if line[0] in " \t":  # the value of the key above, continued
+            if listing:
+                yield number, line, False
+            continue
+        if m := _CFG_SECTION.match(line):
+            section, listing = m.group("name").strip(), False
+            continue
+        key = _CFG_KEY.match(line)
+        name = key.group("key").strip().replace("-", "_") if key else ""
+        listing = bool(name) and (section == "options.extras_require"
+                                  or (section == "options" and name in _CFG_LISTS))
+        if key and listing and key.group("value").strip():
+            following = lines[number] if number < len(lines) else ""
+            yield number, key.group("value"), not (following[:1] in (" ", "\t")
+                                                   and following.strip())
+
+
 def _setup_cfg(path: str, text: str, names: set[str]) -> list[Pin]:
-    """install_requires and [options.extras_require] in setup.cfg (one requirement a line)."""
+    """Pins in setup.cfg's requirement lists (one requirement a line; ";" between several on
+    the key's own line)."""
     pins = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        body = line.split("=", 1)[1] if re.match(r"\s*[\w.-]+\s*=(?!=)", line) else line
-        body = body.split("#")[0].strip()
-        if not body or body.startswith("["):
-            continue
-        try:
-            pin = _pin(body, path, number, "setup.cfg", names)
-        except InputError:
-            continue
-        if pin:
-            pins.append(pin)
+    for number, line, whole in _cfg_lists(text):
+        body = re.split(r"(?:^|\s)#", line)[0]
+        for item in body.split(";") if whole else [body]:
+            try:
+                pin = _pin(item.strip(), path, number, "setup.cfg", names)
+            except InputError:
+                continue
+            if pin:
+                pins.append(pin)
     return pins
 
 

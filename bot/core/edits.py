@@ -232,6 +232,18 @@ def literal_pattern(version: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![0-9.]){re.escape(version)}{_VERSION_END}")
 
 
+def _pin_literal(pin: Pin, version: str) -> re.Pattern[str]:
+    """Where ``version`` stands for ``pin`` on its line (group "v"): right after ``NAME=`` for
+    a shell variable (another variable of the line may hold the same value: ``CUDA=12.9
+    FI=12.9``), anywhere on the line for the other literals."""
+    variable = re.fullmatch(r"shell (?P<name>[A-Za-z_][A-Za-z0-9_]*)", pin.section)
+    if variable:
+        name = variable.group("name")
+        return re.compile(rf"(?<![\w$]){name}=[\"']?(?:\$\{{\w+:?[-=][\"']?)?[vV]?"
+                          rf"(?P<v>{re.escape(version)}){_VERSION_END}")
+    return re.compile(rf"(?<![0-9.])(?P<v>{re.escape(version)}){_VERSION_END}")
+
+
 def edit_literals(path: str, text: str, pins: Sequence[tuple[Pin, str]]) -> FileEdit:
     """A bare version on a known line (a Dockerfile ARG, a CI variable, a versions.json value,
     ``git clone --branch v<version>``, an ``-e git+...@v<version>`` ref): only it moves.
@@ -243,15 +255,17 @@ def edit_literals(path: str, text: str, pins: Sequence[tuple[Pin, str]]) -> File
         if not 0 <= index < len(lines):
             raise ApplyError(f"{path}:{pin.line}: line not found; the file changed since it "
                              "was read? Nothing written")
-        pattern = literal_pattern(pin.literal)
-        if not pattern.search(lines[index]):
-            if literal_pattern(new).search(lines[index]):
+        found = _pin_literal(pin, pin.literal).search(lines[index])
+        if not found:
+            if _pin_literal(pin, new).search(lines[index]):
                 continue  # already moved
             raise ApplyError(f"{path}:{pin.line}: cannot find {pin.literal!r} to edit; the "
                              "file changed since it was read? Nothing written")
         kind = EditKind.DOCKERFILE_ARG if pin.section.startswith("dockerfile ARG") \
             else EditKind.LITERAL
-        _replace_line(lines, index, pattern.sub(new, lines[index], count=1), path, kind, edits)
+        line = lines[index]
+        _replace_line(lines, index, line[:found.start("v")] + new + line[found.end("v"):],
+                      path, kind, edits)
     return FileEdit(path, text, "".join(lines), edits)
 
 
