@@ -1,9 +1,10 @@
 """Discovery's edge cases in other layouts and hostile repository text (found by mutation
-testing): pip's per-requirement options, shell assignments before ``;``/``&&``, clones of
-repositories whose name only starts with the lead's, setup.cfg metadata, undecodable files
-named by ``-r``. Each is read from real files in a temporary tree, through ``find_pins``
-(``read_tree`` + discovery) and through ``pinbump plan`` / ``pinbump apply`` against a real
-package server; apply edits a found pin minimally and never touches what is not a pin."""
+testing): pip's per-requirement options, shell assignments before ``;``/``&&`` (in scripts and
+in a Dockerfile's ``RUN``/``ENV``), clones of repositories whose name only starts with the
+lead's, setup.cfg metadata, undecodable files named by ``-r``. Each is read from real files in
+a temporary tree, through ``find_pins`` (``discover``: the tree reader, then discovery) and
+through ``pinbump plan`` / ``pinbump apply`` against a real package server; apply edits a
+found pin minimally and never touches what is not a pin."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.tree import read_tree
+from bot.adapters.tree import discover
 from bot.cli import main
 from bot.core.config import BUILTIN_GROUPS
 from bot.core.discovery import Target, find_pins, read_requirements
@@ -35,9 +36,7 @@ def write(root: Path, files: dict[str, str | bytes]) -> Path:
 
 def scan(root: Path, files: dict[str, str | bytes]) -> Target:
     """Discovery over the tree as the commands read it (files written, then read back)."""
-    tree = read_tree(write(root, files))
-    return find_pins(tree.root, tree.text, NAMES, tree.undecodable, lead=LEAD,
-                     skipped=tree.skipped)
+    return discover(write(root, files), NAMES)
 
 
 def found(target: Target) -> list[tuple[str, str, str, str]]:
@@ -156,18 +155,24 @@ UNDECODABLE: dict[str, str | bytes] = {
     "requirements.txt": "-r deploy/gpu.lst\n-c deploy/pins\nflashinfer-python==0.6.8.post1\n",
     "deploy/gpu.lst": b"flashinfer-cubin==0.6.8.post1  # \xff\n",
     "deploy/pins": "nvidia-cutlass-dsl==4.4.2\n",
-    "deploy/extra.pins": b"\xfe\xffquack-kernels>=0.3.0\n",
     "docs/logo.bin": b"\xff\xd8 not a pin file, not named by anything\n",
 }
 
 
 def test_an_undecodable_file_named_by_r_is_listed_as_not_read(tmp_path: Path) -> None:
-    tree = read_tree(write(tmp_path, UNDECODABLE))
-    target = find_pins(tree.root, tree.text, NAMES, tree.undecodable, lead=LEAD,
-                       also=["deploy/extra.pins"])
+    target = scan(tmp_path, UNDECODABLE)
     assert found(target) == [("requirements.txt:3", LEAD, "0.6.8.post1", ""),
                              ("deploy/pins:1", "nvidia-cutlass-dsl", "4.4.2", "")]
-    assert target.skipped == (("deploy/extra.pins", "not UTF-8 text (invalid start byte)"),
+    assert target.skipped == (("deploy/gpu.lst", "not UTF-8 text (invalid start byte)"),)
+
+
+def test_find_pins_lists_an_undecodable_include_or_config_file_as_not_read() -> None:
+    """Whoever reads the tree (all of it up front, or the files -r names on demand), an
+    undecodable file it was asked for is listed, never dropped."""
+    target = find_pins(Path("/t"), {"requirements.txt": "-c deploy/gpu.lst\n"}, NAMES,
+                       {"deploy/gpu.lst": "invalid start byte", "deploy/extra.pins": "NUL",
+                        "docs/logo.bin": "binary"}, also=["deploy/extra.pins"])
+    assert target.skipped == (("deploy/extra.pins", "not UTF-8 text (NUL)"),
                               ("deploy/gpu.lst", "not UTF-8 text (invalid start byte)"))
 
 
@@ -242,6 +247,46 @@ def test_apply_moves_a_shell_variable_set_before_a_separator_and_nothing_else(
         "FLASHINFER_VERSION=0.6.8.post1;", "FLASHINFER_VERSION=0.6.11;").replace(
         "FI_CUBIN=0.6.8.post1", "FI_CUBIN=0.6.11")
 
+
+
+@pytest.mark.parametrize(("dockerfile", "expected"), [
+    ("RUN FLASHINFER_VERSION=0.6.8.post1 && pip install flashinfer-python==$FLASHINFER_VERSION\n",
+     [(2, LEAD, "dockerfile RUN FLASHINFER_VERSION")]),
+    ("RUN --mount=type=cache,target=/root/.cache \\\n    FI=0.6.8.post1; "
+     "pip install flashinfer-cubin==${FI}\n", [(3, "flashinfer-cubin", "dockerfile RUN FI")]),
+    ("ENV CUDA_HOME=/usr/local/cuda FLASHINFER_VERSION=0.6.8.post1\n",
+     [(2, LEAD, "dockerfile ENV FLASHINFER_VERSION")]),
+    ("ENV FLASHINFER_VERSION 0.6.8.post1\n", [(2, LEAD, "dockerfile ENV FLASHINFER_VERSION")]),
+    # from an ARG, an argument, exec form: not a version set here
+    ("ARG FLASHINFER_VERSION\nENV FLASHINFER_VERSION=${FLASHINFER_VERSION}\n", []),
+    ("RUN echo FLASHINFER_VERSION=0.6.1 >> /etc/environment\n", []),
+    ('RUN ["bash", "-c", "FLASHINFER_VERSION=0.6.1"]\n', []),
+])
+def test_dockerfile_variables_set_by_env_or_by_a_runs_shell(
+        tmp_path: Path, dockerfile: str, expected: list[tuple[int, str, str]]) -> None:
+    target = scan(tmp_path, {"docker/Dockerfile": "FROM base\n" + dockerfile})
+    assert [(p.line, p.package, p.section) for p in target.pins
+            if p.section.startswith(("dockerfile RUN", "dockerfile ENV"))] == expected
+
+
+DOCKERFILE = """\
+FROM base
+ENV CUDA_HOME=/usr/local/cuda TAG=0.6.8.post1 FLASHINFER_VERSION=0.6.8.post1
+RUN TAG=0.6.8.post1; FI_CUBIN=0.6.8.post1 && pip install flashinfer-cubin==${FI_CUBIN}
+RUN pip install flashinfer-python==${FLASHINFER_VERSION}
+"""
+
+
+def test_apply_moves_dockerfile_variables_and_nothing_else(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    publish(pypi)
+    repo = write(tmp_path / "repo", {"docker/Dockerfile": DOCKERFILE})
+    assert changed_files(plan(capsys, repo, pypi.url)) == {
+        LEAD: ["docker/Dockerfile:2"], "flashinfer-cubin": ["docker/Dockerfile:3"]}
+    apply(capsys, repo, pypi.url)
+    assert (repo / "docker/Dockerfile").read_text() == DOCKERFILE.replace(
+        "FLASHINFER_VERSION=0.6.8.post1", "FLASHINFER_VERSION=0.6.11").replace(
+        "FI_CUBIN=0.6.8.post1", "FI_CUBIN=0.6.11")
 
 # -- 3. only a clone of the lead's own repository ties its --branch to the lead --------------
 @pytest.mark.parametrize(("command", "pinned"), [

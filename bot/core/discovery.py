@@ -597,6 +597,33 @@ def shell_assignments(line: str) -> list[tuple[str, str]]:
     return out
 
 
+_ENV = re.compile(r"\s*ENV\s+(?P<rest>.+)", re.IGNORECASE)
+_RUN_SHELL = re.compile(r"\s*RUN\s+(?:--\S+\s+)*(?P<rest>[^\[\s].*)", re.IGNORECASE)
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_sets(rest: str) -> list[tuple[str, str]]:
+    """``ENV A=1 B=2`` (and the older ``ENV NAME value``): (name, value) of each variable."""
+    words = _shell_words(rest)
+    pairs = [(m.group("name"), m.group("value")) for w in words
+             if (m := _NAME_VALUE.fullmatch(w))]
+    if not pairs and len(words) == 2 and _IDENTIFIER.fullmatch(words[0]):
+        return [(words[0], words[1])]
+    return pairs
+
+
+def dockerfile_sets(text: str) -> Iterator[tuple[int, str, str, str]]:
+    """(first line, instruction, name, value) of each variable an ``ENV`` sets, or the shell
+    of a ``RUN`` sets (``RUN FLASHINFER_VERSION=0.6.8 && pip install ...``)."""
+    for start, line in _logical_commands(text):
+        if not re.search(r"[=\-\s][\"']?v?\d", line):
+            continue
+        if env := _ENV.fullmatch(line):
+            yield from ((start, "ENV", n, v) for n, v in _env_sets(env.group("rest")))
+        elif run := _RUN_SHELL.fullmatch(line):
+            yield from ((start, "RUN", n, v) for n, v in shell_assignments(run.group("rest")))
+
+
 def _is_version(text: str) -> bool:
     try:
         Version(text)
@@ -713,6 +740,7 @@ def _line_offset(text: str, start: int, fragment: str) -> int:
 
 def _dockerfile(path: str, text: str, scan: _Scan) -> None:
     fed = _installs(path, text, scan, section="dockerfile")
+    _dockerfile_variables(path, text, scan, fed)
     for number, line in enumerate(text.splitlines(), start=1):
         m = _ARG.match(line)
         if not m:
@@ -733,6 +761,16 @@ def _dockerfile(path: str, text: str, scan: _Scan) -> None:
                                  literal=value.lstrip("v")))
 
 
+def _dockerfile_variables(path: str, text: str, scan: _Scan, fed: Mapping[str, list[int]]
+                          ) -> None:
+    """Versions set by ``ENV`` or by a ``RUN``'s shell: pins like an ``ARG`` default's."""
+    for start, op, name, value in dockerfile_sets(text):
+        if _is_version(value):
+            used = scan.args.get(name, set()) if name in fed else set()
+            _shell_pin(path, text, scan, start, name, value.lstrip("v"), used,
+                       f"dockerfile {op}")
+
+
 def _shell(path: str, text: str, scan: _Scan) -> None:
     """``FLASHINFER_VERSION=0.6.8.post1`` in a CI script: a pin of the packages the script
     installs with it (``flashinfer-cubin==${FLASHINFER_VERSION}``), else of the package its
@@ -750,15 +788,15 @@ def _shell(path: str, text: str, scan: _Scan) -> None:
 
 
 def _shell_pin(path: str, text: str, scan: _Scan, start: int, name: str, value: str,
-               used: set[str]) -> None:
-    """``name=value`` set on the logical line at ``start``: a pin of the packages the script
+               used: set[str], section: str = "shell") -> None:
+    """``name=value`` set on the logical line at ``start``: a pin of the packages the file
     installs with it, else of the package its name says, on the physical line setting it."""
     packages = used or ({p} if (p := tied_package(name, scan.names, scan.lead)) else set())
     assignment = re.compile(rf"(?<![\w$]){re.escape(name)}=")
     lines = text.splitlines()[start - 1:start + 49]
     number = start + next((i for i, line in enumerate(lines) if assignment.search(line)), 0)
     for package in sorted(packages):
-        scan.pins.append(Pin(package, f"{package}=={value}", path, number, f"shell {name}",
+        scan.pins.append(Pin(package, f"{package}=={value}", path, number, f"{section} {name}",
                              kind=PinKind.LITERAL, literal=value))
 
 

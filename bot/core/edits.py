@@ -234,12 +234,14 @@ def literal_pattern(version: str) -> re.Pattern[str]:
 
 def _pin_literal(pin: Pin, version: str) -> re.Pattern[str]:
     """Where ``version`` stands for ``pin`` on its line (group "v"): right after ``NAME=`` for
-    a shell variable (another variable of the line may hold the same value: ``CUDA=12.9
-    FI=12.9``), anywhere on the line for the other literals."""
-    variable = re.fullmatch(r"shell (?P<name>[A-Za-z_][A-Za-z0-9_]*)", pin.section)
+    a variable set by a shell or ``ENV`` (another variable of the line may hold the same
+    value: ``CUDA=12.9 FI=12.9``), anywhere on the line for the other literals."""
+    variable = re.fullmatch(r"(?P<how>shell|dockerfile RUN|dockerfile ENV) "
+                            r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)", pin.section)
     if variable:
         name = variable.group("name")
-        return re.compile(rf"(?<![\w$]){name}=[\"']?(?:\$\{{\w+:?[-=][\"']?)?[vV]?"
+        equals = r"(?:=|\s+)" if variable.group("how") == "dockerfile ENV" else "="  # ENV N v
+        return re.compile(rf"(?<![\w$]){name}{equals}[\"']?(?:\$\{{\w+:?[-=][\"']?)?[vV]?"
                           rf"(?P<v>{re.escape(version)}){_VERSION_END}")
     return re.compile(rf"(?<![0-9.])(?P<v>{re.escape(version)}){_VERSION_END}")
 
