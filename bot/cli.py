@@ -630,8 +630,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from bot.render.report import plan_json, plan_text
 
     opts = plan_options(args)
-    ws = _read_target(opts)
     with open_services(opts, progress=None if args.json else progress) as services:
+        ws = _read_target(opts)  # while the index client gets ready (its CA bundle loads)
         result = plan(ws, services, opts.as_of)
     sys.stdout.write(plan_json(result) if args.json else plan_text(result))
     return 0

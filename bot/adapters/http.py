@@ -13,6 +13,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -160,6 +161,22 @@ def _with_deadlines(client: httpx.Client) -> None:
         pool._network_backend = _DeadlineBackend(pool._network_backend)
 
 
+def _ssl_context_soon() -> Future[ssl.SSLContext]:
+    """httpx's own SSL context (certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR), built
+    in a thread of its own: loading the bundle takes ~45 ms with the GIL released, so it is
+    done while the command reads the target instead of before its first request."""
+    future: Future[ssl.SSLContext] = Future()
+
+    def build() -> None:
+        try:
+            future.set_result(httpx.create_ssl_context(trust_env=True))
+        except BaseException as exc:  # raised where the first request waits for it
+            future.set_exception(exc)
+
+    threading.Thread(target=build, daemon=True, name="pinbump-ssl").start()
+    return future
+
+
 class Download:
     """Where a whole file goes instead of memory: a temporary file, its sha256 taken as it
     is written, at most ``limit`` bytes (a wheel sent whole when Range is ignored)."""
@@ -259,15 +276,29 @@ class HttpClient:
         self._ends = None if deadline is None else time.monotonic() + deadline
         self.stats = Stats()
         self._down: dict[str, str] = {}  # origin -> why no connection could be made to it
-        self._client = httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            follow_redirects=True,
-            headers={"User-Agent": f"pinbump/{__version__}",
-                     "Accept-Encoding": "gzip, deflate"},  # the codings _read_body inflates
-            limits=httpx.Limits(max_connections=24, max_keepalive_connections=24),
-            trust_env=True,
-        )
-        _with_deadlines(self._client)
+        self._ssl = _ssl_context_soon()
+        self._made: httpx.Client | None = None
+        self._making = threading.Lock()
+
+    @property
+    def _client(self) -> httpx.Client:
+        """The httpx client, built at the first request (its SSL context was started when
+        this client was: it is ready by then, or soon)."""
+        made = self._made
+        if made is None:
+            with self._making:
+                if self._made is None:
+                    self._made = httpx.Client(
+                        timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+                        follow_redirects=True,
+                        headers={"User-Agent": f"pinbump/{__version__}",
+                                 "Accept-Encoding": "gzip, deflate"},  # _read_body's codings
+                        limits=httpx.Limits(max_connections=24, max_keepalive_connections=24),
+                        trust_env=True, verify=self._ssl.result(),
+                    )
+                    _with_deadlines(self._made)
+                made = self._made
+        return made
 
     def authorize(self, credentials: Iterable[Credentials]) -> None:
         """Send these credentials with every request to their origin (and only there)."""
@@ -283,7 +314,9 @@ class HttpClient:
         return clean
 
     def close(self) -> None:
-        self._client.close()
+        with self._making:
+            if self._made is not None:
+                self._made.close()
 
     def __enter__(self) -> HttpClient:
         return self

@@ -3,6 +3,7 @@ upload times, and core metadata through PEP 658/714, range requests, or a verifi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -12,7 +13,6 @@ from concurrent.futures import Future
 from datetime import datetime, timezone
 from email.parser import BytesParser
 from email.utils import parsedate_to_datetime
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urldefrag, urljoin, urlsplit
@@ -198,33 +198,41 @@ def _fragment_hash(fragment: str) -> tuple[tuple[str, str], ...]:
     return ()
 
 
-class _Anchors(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.base: str | None = None
-        self.anchors: list[tuple[dict[str, str | None], str]] = []
-        self._current: dict[str, str | None] | None = None
-        self._text: list[str] = []
+@functools.cache
+def _anchors() -> type[Any]:
+    """The anchor collector, built when the first HTML page is read (html.parser is not
+    loaded by a command whose indexes all speak PEP 691 JSON)."""
+    from html.parser import HTMLParser
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "base" and self.base is None:
-            self.base = dict(attrs).get("href")
-        elif tag == "a":
-            self._current, self._text = dict(attrs), []
+    class _Anchors(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.base: str | None = None
+            self.anchors: list[tuple[dict[str, str | None], str]] = []
+            self._current: dict[str, str | None] | None = None
+            self._text: list[str] = []
 
-    def handle_data(self, data: str) -> None:
-        if self._current is not None:
-            self._text.append(data)
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "base" and self.base is None:
+                self.base = dict(attrs).get("href")
+            elif tag == "a":
+                self._current, self._text = dict(attrs), []
 
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._current is not None:
-            self.anchors.append((self._current, "".join(self._text).strip()))
-            self._current = None
+        def handle_data(self, data: str) -> None:
+            if self._current is not None:
+                self._text.append(data)
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "a" and self._current is not None:
+                self.anchors.append((self._current, "".join(self._text).strip()))
+                self._current = None
+
+    return _Anchors
 
 
 def parse_html_page(html: str, page_url: str, name: str) -> ProjectPage:
     """PEP 503 HTML with PEP 592 data-yanked and PEP 658/714 data-(dist-info|core)-metadata."""
-    parser = _Anchors()
+    parser = _anchors()()
     parser.feed(html)
     try:
         base = _http_url(page_url, parser.base)[0] if parser.base else page_url

@@ -52,7 +52,7 @@ class IndexSource:
         self._metadata: dict[DistFile, Future[bytes]] = {}
         self._guessed: set[Future[bytes]] = set()
         self._pools: dict[bool, ThreadPoolExecutor] = {}  # speculative? -> its pool
-        self._versions: dict[int, tuple[ProjectPage, dict[Version, list[DistFile]]]] = {}
+        self._merged: dict[str, tuple[list[ProjectPage], dict[Version, list[DistFile]]]] = {}
         self._closed = False
 
     def close(self) -> None:
@@ -194,16 +194,25 @@ class IndexSource:
         return out
 
     def _held(self, package: str) -> dict[Version, list[DistFile]]:
-        """The package's files by version on the pages of it that have arrived."""
-        out: dict[Version, list[DistFile]] = {}
+        """The package's files by version on the pages of it that have arrived (merged
+        again only when another page has arrived)."""
+        pages = []
         for ref in self.refs(package):
             page = self._flat.get((package, ref.url)) if ref.flat else \
                 self.index.arrived(ref.url, package)
             if isinstance(page, ProjectPage):
-                with self._lock:
-                    versions = self._versions.setdefault(id(page), (page, page.versions()))[1]
-                for version, files in versions.items():
-                    out.setdefault(version, []).extend(files)
+                pages.append(page)
+        with self._lock:
+            held = self._merged.get(package)
+            if held is not None and len(held[0]) == len(pages) and all(
+                    a is b for a, b in zip(held[0], pages, strict=True)):
+                return held[1]
+        out: dict[Version, list[DistFile]] = {}
+        for page in pages:
+            for version, files in page.versions().items():
+                out.setdefault(version, []).extend(files)
+        with self._lock:
+            self._merged[package] = (pages, out)
         return out
 
     def upload_time(self, file: DistFile) -> datetime | None:

@@ -448,8 +448,7 @@ def builtin_data(group: str) -> BuiltinData | None:
     if group not in BUILTIN_GROUPS:
         return None
     text = resources.files("bot.data").joinpath(f"{group}.toml").read_text(encoding="utf-8")
-    return parse_builtin(load_toml(text, f"bot/data/{group}.toml").unwrap(),
-                         f"bot/data/{group}.toml")
+    return parse_builtin(load_toml(text, f"bot/data/{group}.toml"), f"bot/data/{group}.toml")
 
 
 def builtin_advisories() -> dict[str, dict[str, tuple[str, str]]]:
@@ -459,7 +458,7 @@ def builtin_advisories() -> dict[str, dict[str, tuple[str, str]]]:
     where = "bot/data/known_bad.toml"
     text = resources.files("bot.data").joinpath("known_bad.toml").read_text(encoding="utf-8")
     out: dict[str, dict[str, tuple[str, str]]] = {}
-    for package, entries in load_toml(text, where).unwrap().items():
+    for package, entries in load_toml(text, where).items():
         for entry in entries:
             version = str(_version(where, f"{package}.version", entry.get("version")))
             out.setdefault(canonicalize_name(package), {})[version] = (
@@ -473,7 +472,7 @@ def load_policy(pinbump_toml: str | None, pyprojects: Sequence[PyProject],
     pyproject with [tool.pinbump], then flags. The config is parsed once."""
     policy = Policy(advisories=builtin_advisories())
     if pinbump_toml is not None:
-        raw = load_toml(pinbump_toml, "pinbump.toml").unwrap()
+        raw = load_toml(pinbump_toml, "pinbump.toml")
         policy = parse_config(raw.get("tool", {}).get("pinbump", raw), "pinbump.toml", policy)
     else:
         for toml in sorted(pyprojects, key=lambda t: (t.path.count("/"), t.path)):

@@ -13,12 +13,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import tomlkit
-import tomlkit.exceptions
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from bot.core import tomlread
 from bot.core.indexmodel import IndexDecl, cuda_variant
 from bot.core.models import FileKind, Pin, PinKind
 from bot.errors import InputError
@@ -46,28 +45,26 @@ class PyProject:
 
     path: str
     text: str
-    doc: tomlkit.TOMLDocument
+    doc: dict[str, Any]
     requires_python: str | None
     tool_config: dict[str, Any] | None
 
 
-def load_toml(text: str, path: str) -> tomlkit.TOMLDocument:
-    """Parse TOML, turning tomlkit's error into one line that names the file and line."""
+def load_toml(text: str, path: str) -> dict[str, Any]:
+    """Parse TOML (read only: ``tomlread``); malformed TOML is one line naming the file and
+    line, in tomlkit's words, which say more than the standard library's."""
     try:
-        return tomlkit.parse(text)
+        return tomlread.load(text)
+    except tomlread.TOMLDecodeError:
+        pass
+    import tomlkit
+    import tomlkit.exceptions
+
+    try:
+        return tomlkit.parse(text).unwrap()  # the one parser is stricter than the other
     except tomlkit.exceptions.ParseError as exc:
         msg = str(exc).split(" at line")[0]
         raise InputError(f"{path}:{exc.line}: malformed TOML: {msg} (column {exc.col})") from None
-
-
-def _literal_lines(text: str) -> dict[str, list[int]]:
-    """Map each quoted string literal on a line to the line numbers where it stands."""
-    out: dict[str, list[int]] = {}
-    pattern = re.compile(r"'''.*?'''|\"\"\".*?\"\"\"|'[^'\n]*'|\"(?:[^\"\\\n]|\\.)*\"", re.S)
-    for m in pattern.finditer(text):
-        line = text.count("\n", 0, m.start()) + 1
-        out.setdefault(m.group(0), []).append(line)
-    return out
 
 
 _TOML_TYPES = {str: "a string", bool: "a boolean", int: "an integer", float: "a number",
@@ -139,7 +136,7 @@ def _short(value: Any) -> str:
 def pyproject_pins(pyproject: PyProject, names: set[str]) -> TomlFile:
     """Pins of ``names`` in [project] dependencies, optional dependencies and dependency groups."""
     path = pyproject.path
-    lines = _literal_lines(pyproject.text)
+    lines = tomlread.string_lines(pyproject.text)
     used: dict[str, int] = {}
     pins: list[Pin] = []
     for section, items in _requirement_arrays(pyproject.doc, path, pyproject.text):
@@ -154,10 +151,9 @@ def pyproject_pins(pyproject: PyProject, names: set[str]) -> TomlFile:
                 raise InputError(f"{_where(path, pyproject.text, section)}: [{section}] must "
                                  f"hold requirement strings, got {_kind(item)} "
                                  f"{_short(item)}")
-            literal = item.as_string() if hasattr(item, "as_string") else f'"{item}"'
-            candidates = lines.get(literal, [])
-            index = used.get(literal, 0)
-            used[literal] = index + 1
+            candidates = lines.get(item, [])
+            index = used.get(item, 0)
+            used[item] = index + 1
             line = candidates[index] if index < len(candidates) else 0
             pin = _pin(str(item), path, line, section, names)
             if pin:
@@ -198,12 +194,12 @@ def _uv_indexes(doc: dict[str, Any], path: str, lines: dict[str, list[int]]
         for item in entries:
             if isinstance(item, dict) and str(item.get("index", "")) in named:
                 url = named[str(item["index"])][0]
-                line = (lines.get(f'"{url}"') or lines.get(f"'{url}'") or [0])[0]
+                line = lines.get(url, [0])[0]
                 out.append(IndexDecl(url, "uv", path, line,
                                      frozenset({canonicalize_name(package)})))
     for url, explicit, default in named.values():
         if not explicit:
-            line = (lines.get(f'"{url}"') or lines.get(f"'{url}'") or [0])[0]
+            line = lines.get(url, [0])[0]
             out.append(IndexDecl(url, "uv-default" if default else "--extra-index-url", path,
                                  line, frozenset()))
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from packaging import tags
 from packaging.markers import Marker
@@ -103,7 +103,7 @@ class Environment:
 
     def _fits(self, file: DistFile, platform: str, python: str) -> bool:
         return file.is_wheel and self._tags[(platform, python)].fits(file.tags) and \
-            Version(python) in _specifier(file.requires_python)
+            _allows(file.requires_python, python)
 
     def on_platform(self, files: Sequence[DistFile], platform: str) -> list[DistFile]:
         """The wheels of ``files`` that install on ``platform`` (for a checked Python)."""
@@ -166,6 +166,13 @@ class Environment:
 
 def describe_platform(platform: str) -> str:
     return _NAMES.get(platform, platform)
+
+
+@lru_cache(maxsize=1024)
+def _allows(requires_python: str | None, python: str) -> bool:
+    """Whether ``python`` satisfies a file's Requires-Python (asked for every file of every
+    version screened: a few distinct pairs, asked thousands of times)."""
+    return Version(python) in _specifier(requires_python)
 
 
 def _specifier(text: str | None) -> SpecifierSet:

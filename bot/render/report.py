@@ -6,13 +6,13 @@ import io
 import re
 from typing import TYPE_CHECKING, Any
 
-from bot.core.edits import EditSet
-from bot.core.editset import edits_to_dict
 from bot.core.models import Channel, Plan
 from bot.render.jsonout import to_json
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from bot.core.edits import EditSet
 
 _TERMINAL_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
@@ -139,4 +139,6 @@ def plan_text(plan: Plan, width: int = 120, color: bool = False) -> str:
 
 
 def edits_json(edits: EditSet, notes: list[str], written: bool) -> str:
+    from bot.core.editset import edits_to_dict  # apply's; plan does not load the editors
+
     return to_json(edits_to_dict(edits, notes, written))
