@@ -156,3 +156,44 @@ def test_a_slow_answer_does_not_mark_its_host_unreachable(tmp_path: Path) -> Non
             with pytest.raises(IndexError_, match="timed out"):
                 http.request("GET", f"{srv.base}/slow/")
             assert http.request("GET", f"{srv.base}/fast/").content == b"ok"
+
+
+# -- an index without upload times (FlashInfer's own): HEAD requests, at once ----------------
+@pytest.fixture
+def undated(tmp_path: Path) -> Iterator[HostileIndex]:
+    """The stack on an index whose pages give no upload times (PEP 700): each wheel's
+    Last-Modified is its upload time, one HEAD request per wheel."""
+    wheels = tmp_path / "wheels"
+    with hostile_index(tmp_path / "index") as srv:
+        for name, versions in {
+            "flashinfer-python": ("0.6.8.post1", "0.6.11", "0.6.12"),
+            "flashinfer-cubin": ("0.6.8.post1", "0.6.11"),
+            "nvidia-cutlass-dsl": ("4.4.2",), "quack-kernels": ("0.3.0",),
+        }.items():
+            doc = srv.publish(name, [build_wheel(wheels, name, v) for v in versions])
+            for entry in doc["files"]:  # type: ignore[attr-defined]
+                del entry["upload-time"]
+                route = srv.routes[f"/files/{entry['filename']}"]
+                route.headers = {"Last-Modified": "Wed, 01 Jan 2025 00:00:00 GMT"}
+            srv.page(name, doc)
+        yield srv
+
+
+def test_upload_times_are_asked_for_together_and_once(undated: HostileIndex,
+                                                     tmp_path: Path) -> None:
+    """The newest lead release is answered only once the next one's upload time has been
+    asked for too: a resolver asking one release after another would wait 10 s for it."""
+    newest = "/files/flashinfer_python-0.6.12-py3-none-any.whl"
+    undated.holds[newest] = lambda log: any(
+        m == "HEAD" and p == "/files/flashinfer_python-0.6.11-py3-none-any.whl"
+        for m, p, _ in log)
+    repo = write_target(tmp_path / "repo")
+    opts = PlanOptions(repo=repo, index_url=undated.url, no_cache=True)
+    with planned(opts) as done:
+        # 0.6.12 has no cubin: rejected; 0.6.11 is the set
+        assert done.plan.lead_target == "0.6.11"
+    assert undated.released == {newest: True}
+    asked = Counter((method, path, headers.get("Range", ""))
+                    for method, path, headers in undated.requests)
+    assert max(asked.values()) == 1, [k for k, n in asked.items() if n > 1]
+    assert ("HEAD", newest, "") in asked

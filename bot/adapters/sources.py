@@ -4,9 +4,10 @@ parallel, each answer (or failure) kept so the resolver can report it per packag
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
+from typing import Any, TypeVar
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -19,6 +20,8 @@ from bot.core.indexmodel import IndexModel, IndexRef
 from bot.core.models import DistFile, ProjectPage
 from bot.core.resolve import best_wheel
 from bot.errors import IndexError_, MetadataError, PinbumpError, redact
+
+_T = TypeVar("_T")
 
 
 class IndexSource:
@@ -49,8 +52,8 @@ class IndexSource:
         self.currents = dict(currents or {})  # pinned companion -> its current pin
         self._flat: dict[tuple[str, str], ProjectPage | PinbumpError] = {}
         self._lock = threading.Lock()
-        self._metadata: dict[DistFile, Future[bytes]] = {}
-        self._guessed: set[Future[bytes]] = set()
+        self._started: dict[tuple[str, DistFile], Future[Any]] = {}  # (what, wheel) -> read
+        self._guessed: set[Future[Any]] = set()
         self._pools: dict[bool, ThreadPoolExecutor] = {}  # speculative? -> its pool
         self._merged: dict[str, tuple[list[ProjectPage], dict[Version, list[DistFile]]]] = {}
         self._closed = False
@@ -122,28 +125,38 @@ class IndexSource:
     def _read(self, wheel: DistFile, guess: bool = False) -> Future[bytes]:
         """The read of ``wheel``'s metadata, started once; a guess still queued is moved
         to the asked pool when it is asked for."""
+        return self._once(("metadata", wheel), self.index.metadata, wheel, guess)
+
+    def _uploaded(self, wheel: DistFile, guess: bool = False) -> Future[datetime | None]:
+        """The upload time of ``wheel`` (a HEAD request where the page gives none), asked
+        once per command however often the resolver looks."""
+        return self._once(("upload-time", wheel), self.index.upload_time, wheel, guess)
+
+    def _once(self, key: tuple[str, DistFile], work: Callable[[DistFile], _T], wheel: DistFile,
+              guess: bool) -> Future[_T]:
         with self._lock:
-            held = self._metadata.get(wheel)
+            held = self._started.get(key)
             if held is not None:
                 if guess or held not in self._guessed or not held.cancel():
                     return held
                 self._guessed.discard(held)  # asked for before it started: asked now
             if self._closed:  # a page arriving after the plan: nothing more to read
-                future: Future[bytes] = Future()
+                future: Future[Any] = Future()
                 future.cancel()
                 return future
             pool = self._pools.get(guess)
             if pool is None:
                 pool = self._pools[guess] = ThreadPoolExecutor(
                     max_workers=self.SPECULATE if guess else self.READ_AHEAD)
-            self._metadata[wheel] = future = pool.submit(self.index.metadata, wheel)
+            self._started[key] = future = pool.submit(work, wheel)
             if guess:
                 self._guessed.add(future)
             return future
 
     def _speculate(self, package: str) -> None:
-        """A pinned companion's page arrived: read the metadata of the releases the resolver
-        will walk first (newest first, down to its current pin) before it asks."""
+        """A page arrived: ask for what the resolver will want of it first, before it asks
+        (the upload times the page does not give; a pinned companion's metadata)."""
+        self._guess_upload_times(package)
         if package not in self.policy.active_group.companions or package not in self.currents:
             return
         current = self.currents[package]
@@ -157,6 +170,27 @@ class IndexSource:
             wheel = self._likely_wheel(files)
             if wheel is not None:
                 self._read(wheel, guess=True)
+                guessed += 1
+
+    def _guess_upload_times(self, package: str) -> None:
+        """An index without PEP 700 upload times (FlashInfer's own): the resolver screens
+        the newest releases one after another, each with a HEAD request for its wheel's
+        Last-Modified; start those of the newest ``SPECULATE`` releases at once."""
+        group = self.policy.active_group
+        if package not in group.members:
+            return
+        current = self.currents.get(package)
+        guessed = 0
+        for version, files in sorted(self._held(package).items(), reverse=True):
+            if guessed >= self.SPECULATE or (current is not None and version < current):
+                break
+            if any(f.upload_time is not None for f in files) or (
+                    version.is_prerelease and self.cutoff is None
+                    and not self.policy.prereleases_allowed(package)):
+                continue
+            wheel = self._likely_wheel(files)
+            if wheel is not None:
+                self._uploaded(wheel, guess=True)
                 guessed += 1
 
     def _likely_wheel(self, files: Sequence[DistFile]) -> DistFile | None:
@@ -177,12 +211,19 @@ class IndexSource:
         group = self.policy.active_group
         if package == group.lead:
             asked = [(p, version) for p in group.lockstep]
-        elif package in group.lockstep:
-            return []
+        elif package in group.lockstep:  # a shim per CPU platform, each one read; then
+            files = self._held(package).get(version) or []  # the set at that version
+            same = Version(version.public)
+            return [best_wheel(self.env, on) for p in self.env.platforms
+                    if (on := self.env.on_platform(files, p))] + self._wheels_of(
+                [(p, same) for p in (group.lead, *group.lockstep) if p != package])
         else:
             older = sorted((v for v in self._held(package) if v < version and not
                             v.is_prerelease), reverse=True)
             asked = [(package, v) for v in older[:self.READ_AHEAD]]
+        return self._wheels_of(asked)
+
+    def _wheels_of(self, asked: Iterable[tuple[str, Version]]) -> list[DistFile]:
         out = []
         for name, v in asked:
             files = self._held(name).get(v) or []
@@ -216,4 +257,4 @@ class IndexSource:
         return out
 
     def upload_time(self, file: DistFile) -> datetime | None:
-        return self.index.upload_time(file)
+        return self._uploaded(file).result()

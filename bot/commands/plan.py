@@ -19,13 +19,15 @@ from bot.errors import IndexError_
 def plan(ws: Workspace, services: Services, as_of: str | None = None) -> Plan:
     """Query the index for the group (pages fetched at once) and resolve."""
     group = ws.group
-    lead_pins_of(ws.target, ws.policy)  # no lead pin: say so before any request
+    lead_pins = lead_pins_of(ws.target, ws.policy)  # none: said before any request
     services.http.authorize(ws.policy.credentials)  # the index's, to its origin only
     model = index_model(ws.target, ws.policy)
     now = cutoff_for(as_of, services.clock())
     source = IndexSource(services.index, ws.policy, ws.env, model,
                          cutoff=now if as_of else None,
-                         currents=companion_currents(ws.target, group))
+                         currents={**companion_currents(ws.target, group), **dict.fromkeys(
+                             (group.lead, *group.lockstep),
+                             max((p.current for p in lead_pins if p.current), default=None))})
     with closing(source), services.progress(
             f"querying the indexes for {', '.join(group.members)}"):
         source.prefetch(group.members)
