@@ -5,13 +5,27 @@ on the whole package, for both fixture pairs."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
-from bot.adapters.apisource import ModuleReach, Sources, _loadable, _reach_both, importable
+from bot.adapters.apisource import (
+    ModuleReach,
+    Sources,
+    _loadable,
+    _reach_both,
+    api_breakages,
+    build_apis,
+    importable,
+    load_version,
+    reached_modules,
+)
+from bot.adapters.cache import Cache
 from bot.core.api import build_api
 from bot.core.drift import analyse, scan_source
+from bot.core.models import DistFile
 from drift_fixture import REACH, REACH_V1, REACH_V2, TARGET, V1, V2
 
 PKG = {
@@ -101,3 +115,51 @@ def test_drift_on_the_reached_modules_is_the_drift_on_the_whole_package(
     # and less was loaded
     assert "kernelpkg.generated.kernel_0" in apis["whole"][1].functions
     assert "kernelpkg.generated.kernel_0" not in apis["reached"][1].functions
+
+
+def _cold_build(cache: Path, workers: bool) -> dict[str, bytes]:
+    """drift's cold build of the API entries for the fixture pair (V1 -> V2, the TARGET's
+    calls), in worker processes or in this one; returns every cache entry it wrote."""
+    files = {"1.0": V1, "2.0": V2}
+    sources, wheels = [], []
+    for version, members in files.items():
+        wheel = DistFile(f"kernelpkg-{version}-py3-none-any.whl", f"mem://kernelpkg-{version}",
+                         Version(version), True, frozenset({"py3-none-any"}))
+        root = write(Cache(cache).path("src", wheel.url, wheel.sha256), members)
+        sources.append(Sources(root, "kernelpkg", "cache", 0, len(members)))
+        wheels.append(wheel)
+    paths = [s.path for s in scan_source("t.py", TARGET, {"kernelpkg"})]
+    assert build_apis(*sources, *wheels, paths, cache, min_files=0 if workers else 10**9) \
+        is workers
+    modules = reached_modules(*sources, paths, cache)
+    old, new = (load_version(None, w, cache, modules, s)  # type: ignore[arg-type]
+                for w, s in zip(wheels, sources, strict=True))
+    assert old.loaded is None and new.loaded is None if workers else old.loaded is not None
+    assert api_breakages(old, new, cache)  # the fixtures do break
+    return {p.relative_to(cache).as_posix(): p.read_bytes()
+            for p in (cache / "api").rglob("*") if p.is_file()}
+
+
+def test_the_cold_build_in_worker_processes_writes_what_the_in_process_build_writes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reached modules, both condensed APIs and griffe's breakages (the old version's
+    griffe tree pickled into the new version's worker), byte for byte; and the workers run
+    this pinbump, not a ``bot`` package in the working directory (a target's)."""
+    here = _cold_build(tmp_path / "here", workers=False)
+    poisoned = tmp_path / "cwd" / "bot"
+    poisoned.mkdir(parents=True)
+    (poisoned / "__init__.py").write_text("raise SystemExit('the target tree was imported')\n")
+    monkeypatch.chdir(poisoned.parent)
+    assert _cold_build(tmp_path / "workers", workers=True) == here
+    assert len(here) == 4  # reach, two APIs, breakages
+
+
+def test_a_worker_that_cannot_run_leaves_the_build_to_this_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    old = Sources(write(tmp_path / "old", V1), "kernelpkg", "cache", 0, len(V1))
+    new = Sources(write(tmp_path / "new", V2), "kernelpkg", "cache", 0, len(V2))
+    wheel = DistFile("kernelpkg-1.0-py3-none-any.whl", "mem://k", Version("1.0"), True,
+                     frozenset({"py3-none-any"}))
+    assert build_apis(old, new, wheel, wheel, ["kernelpkg.norm.rmsnorm"], tmp_path / "cache",
+                      min_files=0) is False

@@ -10,14 +10,18 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import pickle
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO
 
 import griffe
 
@@ -26,7 +30,7 @@ from bot.adapters.index import SimpleIndex
 from bot.adapters.lazywheel import SOURCE_LIMITS, is_source, member_parts
 from bot.core.api import FORMAT, ApiIndex, build_api
 from bot.core.models import DistFile
-from bot.errors import DriftError
+from bot.errors import DriftError, PinbumpError
 
 
 @dataclass
@@ -121,6 +125,7 @@ class Sources:
     package: str  # import name
     how: str  # "cache" | "range" | "download"
     nbytes: int
+    files: int = 0  # its .py files
 
 
 def fetch_version(index: SimpleIndex, file: DistFile, cache_dir: Path) -> Sources:
@@ -129,11 +134,11 @@ def fetch_version(index: SimpleIndex, file: DistFile, cache_dir: Path) -> Source
     how, nbytes = "cache", 0
     if not src.is_dir():
         how, nbytes = fetch_sources(index, file, src)
-    package = main_package([p.relative_to(src).as_posix() for p in src.rglob("*.py")],
-                           file.filename.split("-")[0])
+    paths = [p.relative_to(src).as_posix() for p in src.rglob("*.py")]
+    package = main_package(paths, file.filename.split("-")[0])
     if package is None:
         raise DriftError(f"{file.filename}: no top-level package found")
-    return Sources(src, package, how, nbytes)
+    return Sources(src, package, how, nbytes, len(paths))
 
 
 def modules_key(modules: frozenset[str] | None) -> str:
@@ -151,22 +156,32 @@ def load_version(index: SimpleIndex, file: DistFile, cache_dir: Path,
     ``fetch_version`` already gave for it."""
     cache = Cache(cache_dir)
     src = cache.path("src", file.url, file.sha256)
-    api_file = cache.path("api", file.url, file.sha256, *([modules_key(modules)]
-                                                          if modules is not None else []))
+    api_file = _api_entry(file, cache_dir, modules)
     cached = read_api(api_file) if src.is_dir() else None
     if cached is not None:
         how, nbytes = (sources.how, sources.nbytes) if sources is not None else ("cache", 0)
         return LoadedVersion(cached, src, cached.package, how, nbytes, modules=modules)
-    sources = sources or fetch_version(index, file, cache_dir)
+    return _built(file, cache_dir, modules, sources or fetch_version(index, file, cache_dir))
+
+
+def _built(file: DistFile, cache_dir: Path, modules: frozenset[str] | None, sources: Sources
+           ) -> LoadedVersion:
+    """griffe's load of ``sources`` (only ``modules``, when given), condensed and cached."""
     try:
         with _loadable(sources.root, sources.package, modules) as where:
             api, loaded = build_api(where, sources.package, str(file.version))
     except Exception as exc:
         raise DriftError(f"{file.filename}: griffe could not load {sources.package!r}: "
                          f"{type(exc).__name__}: {exc}") from None
-    cache.write(api_file, json.dumps(api.to_json()).encode())
-    return LoadedVersion(api, src, sources.package, sources.how, sources.nbytes, loaded,
-                         modules)
+    cache = Cache(cache_dir)
+    cache.write(_api_entry(file, cache_dir, modules), json.dumps(api.to_json()).encode())
+    return LoadedVersion(api, cache.path("src", file.url, file.sha256), sources.package,
+                         sources.how, sources.nbytes, loaded, modules)
+
+
+def _api_entry(file: DistFile, cache_dir: Path, modules: frozenset[str] | None) -> Path:
+    return Cache(cache_dir).path("api", file.url, file.sha256,
+                                 *([modules_key(modules)] if modules is not None else []))
 
 
 _VIEW_PREFIX = "pinbump-api-"
@@ -192,27 +207,41 @@ def reached_modules(old: Sources, new: Sources, paths: Iterable[str], cache_dir:
     modules that define that name (a move), loaded in both versions alike. Kept in the
     cache per pair of versions and set of paths."""
     wanted = sorted(set(paths))
-    cache = Cache(cache_dir)
-    entry = cache.path("api", "reach1", old.root.name, new.root.name, *wanted)
+    entry = _reach_entry(old, new, wanted, cache_dir)
+    stored = _stored_reach(entry)
+    if stored is not None:
+        return stored
+    found = _reach_both(old, new, wanted)
+    Cache(cache_dir).write(entry, json.dumps(sorted(found)).encode())
+    return found
+
+
+def _reach_entry(old: Sources, new: Sources, wanted: list[str], cache_dir: Path) -> Path:
+    return Cache(cache_dir).path("api", "reach1", old.root.name, new.root.name, *wanted)
+
+
+def _stored_reach(entry: Path) -> frozenset[str] | None:
     try:
         stored = json.loads(entry.read_bytes())
         if isinstance(stored, list) and all(isinstance(m, str) for m in stored):
             return frozenset(stored)
     except (OSError, ValueError):
         pass
-    found = _reach_both(old, new, wanted)
-    cache.write(entry, json.dumps(sorted(found)).encode())
-    return found
+    return None
 
 
 def _reach_both(old: Sources, new: Sources, wanted: list[str]) -> frozenset[str]:
-    old_reach, new_reach = ModuleReach(old.root, old.package), ModuleReach(new.root,
-                                                                           new.package)
-    for path in wanted:
-        old_reach.reach(path)
-    lost = {p.rpartition(".")[2] for p in wanted if not new_reach.reach(p)}
-    new_reach.modules |= new_reach.defining(lost)
-    return frozenset(old_reach.modules | new_reach.modules)
+    return frozenset(_reach_one(old, wanted, moves=False) | _reach_one(new, wanted, moves=True))
+
+
+def _reach_one(src: Sources, wanted: list[str], moves: bool) -> set[str]:
+    """The modules of one version that ``wanted`` goes through; with ``moves`` (the new
+    version) also those defining a name that is no longer where the target reaches it."""
+    reach = ModuleReach(src.root, src.package)
+    lost = {p.rpartition(".")[2] for p in wanted if not reach.reach(p)}
+    if moves:
+        reach.modules |= reach.defining(lost)
+    return reach.modules
 
 
 def shipped_advisories() -> str:
@@ -225,8 +254,7 @@ def api_breakages(old: LoadedVersion, new: LoadedVersion, cache_dir: Path
     """griffe's own breaking-change finder over the two versions (cached per pair):
     (object path, one-line Markdown explanation)."""
     cache = Cache(cache_dir)
-    path = cache.path("api", "breakages2", old.root.name, new.root.name,
-                      *([modules_key(old.modules)] if old.modules is not None else []))
+    path = _breakages_entry(old.root, new.root, old.modules, cache_dir)
     try:
         return [(str(a), str(b)) for a, b in json.loads(path.read_text())]
     except (OSError, ValueError, TypeError):
@@ -245,6 +273,144 @@ def api_breakages(old: LoadedVersion, new: LoadedVersion, cache_dir: Path
             lines.append((breakage.obj.path, text.removeprefix("- ")))
     cache.write(path, json.dumps(lines).encode())
     return lines
+
+
+def _breakages_entry(old_root: Path, new_root: Path, modules: frozenset[str] | None,
+                     cache_dir: Path) -> Path:
+    return Cache(cache_dir).path("api", "breakages2", old_root.name, new_root.name,
+                                 *([modules_key(modules)] if modules is not None else []))
+
+
+# -- the cold build, in worker processes -----------------------------------------------------
+MIN_WORKER_FILES = 400  # both versions' modules: a smaller package is built in this process
+
+
+def build_apis(old: Sources, new: Sources, old_file: DistFile, new_file: DistFile,
+               paths: Iterable[str], cache_dir: Path, min_files: int = MIN_WORKER_FILES
+               ) -> bool:
+    """The cold build of what ``reached_modules``, ``load_version`` and ``api_breakages``
+    then read from the cache, in two worker processes side by side, one per version: each
+    finds its version's reached modules; each loads the union with griffe and condenses it;
+    the new version's worker then takes the old version's griffe tree (pickled) and runs
+    griffe's breaking-change finder. The workers are fresh interpreters, not forks of this
+    process: the target's texts held here are not in their memory, and no griffe tree (two
+    of flashinfer 0.7's reached modules: ~70 MB) ever is in this one. True when it built;
+    False, with nothing changed, when the entries are there, the package is small
+    (``min_files`` modules in both versions: starting two interpreters costs more than it
+    saves), or a worker could not start or died (the caller builds in-process). griffe's
+    failure to load a version is raised as the in-process build raises it."""
+    wanted = sorted(set(paths))
+    entry = _reach_entry(old, new, wanted, cache_dir)
+    modules = _stored_reach(entry)
+    if modules is not None and _breakages_entry(old.root, new.root, modules,
+                                                cache_dir).is_file() and all(
+            read_api(_api_entry(f, cache_dir, modules)) is not None
+            for f in (old_file, new_file)):
+        return False
+    if old.files + new.files < min_files or not sys.executable:
+        return False
+    try:
+        with _Worker() as for_old, _Worker() as for_new:
+            for_old.send(("reach", old, wanted, False))
+            for_new.send(("reach", new, wanted, True))
+            modules = frozenset(for_old.receive() | for_new.receive())
+            Cache(cache_dir).write(entry, json.dumps(sorted(modules)).encode())
+            for_old.send(("load", old_file, old, modules, cache_dir, True))
+            for_new.send(("load", new_file, new, modules, cache_dir, False))
+            old_tree = for_old.receive()  # bytes: only unpickled in the new version's worker
+            for_new.receive()
+            for_new.send(("breakages", old_tree, cache_dir))
+            del old_tree
+            for_new.receive()
+    except _WorkerLost:
+        return False
+    return True
+
+
+class _WorkerLost(Exception):
+    """A worker process could not be started, or ended without answering."""
+
+
+class _Worker:
+    """One worker process (``bot.adapters.apiworker``), spoken to in pickles over its
+    standard input and output. It imports pinbump from this process's own import path: a
+    ``bot`` folder in the working directory (a target's) is never imported in its place."""
+
+    def __init__(self) -> None:
+        boot = (f"import sys; sys.path[:] = {sys.path!r}; "
+                "from bot.adapters.apiworker import main; main()")
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError as exc:
+            raise _WorkerLost(str(exc)) from None
+
+    def __enter__(self) -> _Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        if exc[0] is not None:
+            self.proc.kill()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with suppress(OSError):
+                stream.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def send(self, request: tuple[Any, ...]) -> None:
+        assert self.proc.stdin is not None
+        try:
+            pickle.dump(request, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self.proc.stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise _WorkerLost(str(exc)) from None
+
+    def receive(self) -> Any:
+        assert self.proc.stdout is not None
+        try:
+            status, value = pickle.load(self.proc.stdout)
+        except (OSError, EOFError, ValueError, pickle.UnpicklingError) as exc:
+            raise _WorkerLost(str(exc)) from None
+        if status == "error":
+            raise DriftError(str(value))
+        return value
+
+
+def serve(requests: BinaryIO, replies: BinaryIO) -> None:
+    """A worker's loop: one reply, ``("ok", value)`` or ``("error", message)``, per request,
+    until its input ends."""
+    held: dict[str, LoadedVersion] = {}
+    while True:
+        try:
+            request = pickle.load(requests)
+        except EOFError:
+            return
+        try:
+            reply: tuple[str, Any] = ("ok", _serve_one(request, held))
+        except PinbumpError as exc:
+            reply = ("error", str(exc))
+        pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
+        replies.flush()
+
+
+def _serve_one(request: tuple[Any, ...], held: dict[str, LoadedVersion]) -> Any:
+    step, *args = request
+    if step == "reach":
+        src, wanted, moves = args
+        return _reach_one(src, wanted, moves)
+    if step == "load":
+        file, src, modules, cache_dir, give = args
+        held["loaded"] = loaded = _built(file, cache_dir, modules, src)
+        return pickle.dumps(loaded, protocol=pickle.HIGHEST_PROTOCOL) if give else None
+    if step == "breakages":
+        old_tree, cache_dir = args
+        api_breakages(pickle.loads(old_tree), held["loaded"], cache_dir)
+        return None
+    raise ValueError(f"unknown step {step!r}")
 
 
 # -- the modules a target reaches ------------------------------------------------------------

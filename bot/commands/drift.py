@@ -14,6 +14,7 @@ from packaging.version import InvalidVersion, Version
 from bot.adapters.apisource import (
     LoadedVersion,
     api_breakages,
+    build_apis,
     fetch_version,
     load_version,
     reached_modules,
@@ -217,8 +218,9 @@ def drift(ws: Workspace, services: Services, from_version: str | None,
              for p, calls in found.items()}
     with services.progress(f"loading the API of {lead} {from_version} and {to_version}"):
         # griffe loads only what the target reaches (flashinfer 0.7 is 2,854 modules)
-        modules = reached_modules(old_src, new_src, [
-            c.path for calls in sites.values() for c in calls] + review_paths(reviews), store)
+        paths = [c.path for calls in sites.values() for c in calls] + review_paths(reviews)
+        build_apis(old_src, new_src, old_wheel, new_wheel, paths, store)  # when cold
+        modules = reached_modules(old_src, new_src, paths, store)
         old = load_version(services.index, old_wheel, store, modules, old_src)
         new = load_version(services.index, new_wheel, store, modules, new_src)
         breakages = api_breakages(old, new, store)
