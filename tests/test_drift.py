@@ -259,6 +259,39 @@ def test_sources_come_from_a_verified_download_without_range(static, tmp_path: P
         {(e[0], e[2]) for e in EXPECTED}
 
 
+@pytest.mark.parametrize("ranges", [True, False])
+def test_sources_are_written_member_by_member_and_only_the_importable_kept(
+        pypi: PypiServer, static, tmp_path: Path, ranges: bool) -> None:
+    """Each source member goes to disk as it is inflated (never all held: flashinfer 0.7 is
+    92 MB of them), through range requests or a whole download; what is left is the
+    importable package alone, as if the bundled third-party sources were never written."""
+    from bot.commands.context import PlanOptions
+    from planning import run_drift
+
+    bundled = {"kernelpkg/data/cutlass/python/gen.py": "x = 1\n", "setup_helper.py": "y = 2\n",
+               "kernelpkg/notpkg/deep/z.py": "z = 3\n"}
+    server = pypi if ranges else static
+    for version, files in (("1.0", V1), ("2.0", V2)):
+        server.add("kernelpkg", version, files={**files, **bundled}, uploaded=OLD)
+    if not ranges:
+        static.publish()
+    repo = target_repo(tmp_path / "repo")
+    cache = tmp_path / "cache"
+    outcome = run_drift(PlanOptions(repo=repo, index_url=server.url, cache_dir=cache), "1.0",
+                        "2.0")
+    assert outcome.new is not None and outcome.new.how == ("range" if ranges else "download")
+    roots = list((cache / "src").glob("*/*"))
+    written = {frozenset(p.relative_to(root).as_posix() for p in root.rglob("*")
+                         if p.is_file()) for root in roots}
+    assert written == {frozenset({*(f for f in files if f.endswith(".py") and
+                                    not f.startswith("kernelpkg/data/")), "setup_helper.py"})
+                       for files in (V1, V2)}
+    assert not [p for root in roots for p in root.rglob("*") if p.is_dir() and
+                p.name in ("data", "notpkg")]
+    assert {(f.line, f.severity) for f in outcome.report.findings} == \
+        {(e[0], e[2]) for e in EXPECTED}
+
+
 def test_drift_fetches_no_page_and_no_byte_range_twice(
         pypi: PypiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -150,3 +150,17 @@ def test_a_wheel_under_the_entry_cap_is_read(tmp_path: Path) -> None:
     with wheel.open("rb") as fh:
         members = read_members(fh, is_source, SOURCE_LIMITS, wheel.name)
     assert len(members) == 2_000 and members["kernelpkg/m1999.py"] == b""
+
+
+def test_members_can_be_handed_on_one_by_one(tmp_path: Path) -> None:
+    """drift writes each source member out as it is inflated: none is held by the reader."""
+    from bot.adapters.lazywheel import SOURCE_LIMITS, is_source, read_members
+
+    wheel = many_entries_wheel(tmp_path, 50, zip64=False)
+    handed: list[tuple[str, bytes]] = []
+    with wheel.open("rb") as fh:
+        assert read_members(fh, is_source, SOURCE_LIMITS, wheel.name,
+                            sink=lambda name, data: handed.append((name, data))) == {}
+    with wheel.open("rb") as fh:
+        assert dict(handed) == read_members(fh, is_source, SOURCE_LIMITS, wheel.name)
+    assert len(handed) == 50

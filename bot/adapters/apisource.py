@@ -48,13 +48,20 @@ class LoadedVersion:
 def importable(members: dict[str, bytes]) -> dict[str, bytes]:
     """Members inside a chain of packages (each folder has an ``__init__.py``): this leaves
     out bundled third-party sources such as ``flashinfer/data/cutlass``."""
-    inits = {str(PurePosixPath(n).parent) for n in members if n.endswith("/__init__.py")}
-    out = {}
-    for name, data in members.items():
+    keep = importable_names(members)
+    return {name: data for name, data in members.items() if name in keep}
+
+
+def importable_names(names: Iterable[str]) -> set[str]:
+    """The names of ``importable`` members."""
+    names = list(names)
+    inits = {str(PurePosixPath(n).parent) for n in names if n.endswith("/__init__.py")}
+    out = set()
+    for name in names:
         parents = PurePosixPath(name).parents
         folders = [str(p) for p in parents if str(p) != "."]
         if all(f in inits for f in folders):
-            out[name] = data
+            out.add(name)
     return out
 
 
@@ -93,21 +100,33 @@ def read_api(path: Path) -> ApiIndex | None:
 
 
 def fetch_sources(index: SimpleIndex, file: DistFile, dest: Path) -> tuple[str, int]:
-    """Write the importable ``.py`` members of ``file`` under ``dest``; returns (how, bytes)."""
+    """Write the importable ``.py`` members of ``file`` under ``dest``; returns (how, bytes).
+    Each member is written as it is inflated, never all of them held (flashinfer 0.7: 92 MB
+    of sources); those outside a chain of packages are removed once all names are known."""
     before = index.http.stats.bytes_received
-    members, how = index.wheel_members(file, is_source, SOURCE_LIMITS)
-    members = importable(members)
-    if not members:
-        raise DriftError(f"{file.filename}: no importable Python sources in the wheel")
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
+    written: dict[str, Path] = {}
+
+    def put(name: str, data: bytes) -> None:
+        path = tmp.joinpath(*member_parts(file.filename, name))  # plain names only
+        if tmp not in path.parents:
+            raise DriftError(f"{file.filename}: member {name!r} is outside its folder")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        written[name] = path
+
     try:
-        for name, data in members.items():
-            path = tmp.joinpath(*member_parts(file.filename, name))  # plain names only
-            if tmp not in path.parents:
-                raise DriftError(f"{file.filename}: member {name!r} is outside its folder")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+        _, how = index.wheel_members(file, is_source, SOURCE_LIMITS, sink=put)
+        keep = importable_names(written)
+        if not keep:
+            raise DriftError(f"{file.filename}: no importable Python sources in the wheel")
+        for name in sorted(set(written) - keep, reverse=True):
+            written[name].unlink()
+            for folder in written[name].parents:  # the folders left empty, as if never made
+                if folder == tmp or any(folder.iterdir()):
+                    break
+                folder.rmdir()
         if dest.exists():
             shutil.rmtree(dest)
         tmp.rename(dest)
@@ -317,9 +336,9 @@ def build_apis(old: Sources, new: Sources, old_file: DistFile, new_file: DistFil
             Cache(cache_dir).write(entry, json.dumps(sorted(modules)).encode())
             for_old.send(("load", old_file, old, modules, cache_dir, True))
             for_new.send(("load", new_file, new, modules, cache_dir, False))
-            old_tree = for_old.receive()  # bytes: only unpickled in the new version's worker
+            old_tree = for_old.receive()  # a pickle, unpickled only in the new one's worker
             for_new.receive()
-            for_new.send(("breakages", old_tree, cache_dir))
+            for_new.send(("breakages", cache_dir), then=old_tree)
             del old_tree
             for_new.receive()
     except _WorkerLost:
@@ -361,10 +380,12 @@ class _Worker:
             self.proc.kill()
             self.proc.wait()
 
-    def send(self, request: tuple[Any, ...]) -> None:
+    def send(self, request: tuple[Any, ...], then: bytes = b"") -> None:
+        """``request``, and ``then`` (a pickle the worker reads from the stream itself)."""
         assert self.proc.stdin is not None
         try:
             pickle.dump(request, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self.proc.stdin.write(then)
             self.proc.stdin.flush()
         except (OSError, ValueError) as exc:
             raise _WorkerLost(str(exc)) from None
@@ -390,14 +411,15 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
         except EOFError:
             return
         try:
-            reply: tuple[str, Any] = ("ok", _serve_one(request, held))
+            reply: tuple[str, Any] = ("ok", _serve_one(request, held, requests))
         except PinbumpError as exc:
             reply = ("error", str(exc))
         pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
         replies.flush()
 
 
-def _serve_one(request: tuple[Any, ...], held: dict[str, LoadedVersion]) -> Any:
+def _serve_one(request: tuple[Any, ...], held: dict[str, LoadedVersion], requests: BinaryIO
+               ) -> Any:
     step, *args = request
     if step == "reach":
         src, wanted, moves = args
@@ -406,9 +428,9 @@ def _serve_one(request: tuple[Any, ...], held: dict[str, LoadedVersion]) -> Any:
         file, src, modules, cache_dir, give = args
         held["loaded"] = loaded = _built(file, cache_dir, modules, src)
         return pickle.dumps(loaded, protocol=pickle.HIGHEST_PROTOCOL) if give else None
-    if step == "breakages":
-        old_tree, cache_dir = args
-        api_breakages(pickle.loads(old_tree), held["loaded"], cache_dir)
+    if step == "breakages":  # the old version follows, read from the stream (never whole)
+        (cache_dir,) = args
+        api_breakages(pickle.load(requests), held["loaded"], cache_dir)
         return None
     raise ValueError(f"unknown step {step!r}")
 

@@ -33,6 +33,7 @@ from bot.adapters.lazywheel import (
     METADATA_LIMITS,
     TAIL,
     Limits,
+    Sink,
     is_metadata,
     metadata_member,
     read_members,
@@ -407,11 +408,14 @@ class SimpleIndex:
         self.metadata_sources[file.url] = how
         return members[metadata_member(list(members))]
 
-    def wheel_members(self, file: DistFile, wanted: Callable[[str], bool], limits: Limits
-                      ) -> tuple[dict[str, bytes], str]:
+    def wheel_members(self, file: DistFile, wanted: Callable[[str], bool], limits: Limits,
+                      sink: Sink | None = None) -> tuple[dict[str, bytes], str]:
         """Members of the wheel ``file`` whose names satisfy ``wanted``, within ``limits``:
         through range requests when the server honours them ("range"), else from the whole
-        wheel, its sha256 checked ("download"). Every member name is checked first."""
+        wheel, its sha256 checked ("download"). Every member name is checked first. With
+        ``sink``, each member is handed to it as it is inflated instead of being held (the
+        members returned are none; a member may be handed twice when a server that
+        honoured ranges stops honouring them)."""
 
         with Download(WHEEL_LIMIT) as whole:
 
@@ -430,8 +434,8 @@ class SimpleIndex:
                 if wanted is is_metadata:  # METADATA alone: from the directory's tail
                     return read_metadata_lazily(fetch, file.url, limits, file.filename), \
                         "range"
-                return read_members_lazily(fetch, file.url, wanted, limits, file.filename), \
-                    "range"
+                return read_members_lazily(fetch, file.url, wanted, limits, file.filename,
+                                           sink=sink), "range"
             except WholeFile:  # the server sent it all: it is in ``whole``
                 pass
             except WheelError:
@@ -443,7 +447,7 @@ class SimpleIndex:
                                         "missing") from None
             if file.sha256 and whole.sha256() != file.sha256.lower():
                 raise MetadataError(sha256_mismatch(file.url, file.sha256))
-            return read_members(whole.file, wanted, limits, file.filename), "download"
+            return read_members(whole.file, wanted, limits, file.filename, sink), "download"
 
     def _cache_file(self, kind: str, file: DistFile) -> Path | None:
         return None if self.cache is None else self.cache.path(kind, file.url, file.sha256)

@@ -23,6 +23,7 @@ CHUNK = 64 * 1024
 
 # A Range header in; (status, body, Content-Range) out.
 RangeFetcher = Callable[[str], tuple[int, bytes, str]]
+Sink = Callable[[str, bytes], None]  # takes each member (name, bytes) as it is inflated
 
 
 class RangeFile(io.RawIOBase):
@@ -108,10 +109,12 @@ def is_source(name: str) -> bool:
 
 def read_members_lazily(fetch: RangeFetcher, url: str, wanted: Callable[[str], bool],
                         limits: Limits, wheel: str, max_gap: int = 256 * 1024,
-                        raw: RangeFile | None = None) -> dict[str, bytes]:
-    """Members of a remote zip whose names satisfy ``wanted``, fetched with as few range
-    requests as possible: neighbouring members are read together when the gap between
-    them is under ``max_gap`` bytes. Raises WholeFile when the server ignores Range."""
+                        raw: RangeFile | None = None, sink: Sink | None = None
+                        ) -> dict[str, bytes]:
+    """Members of a remote zip whose names satisfy ``wanted`` (handed to ``sink`` one by
+    one instead, when given), fetched with as few range requests as possible: neighbouring
+    members are read together when the gap between them is under ``max_gap`` bytes. Raises
+    WholeFile when the server ignores Range."""
     raw = raw or RangeFile(fetch, url)
     try:
         buffered = io.BufferedReader(raw, buffer_size=CHUNK)
@@ -130,7 +133,7 @@ def read_members_lazily(fetch: RangeFetcher, url: str, wanted: Callable[[str], b
                     merged.append([start, end])
             for start, end in merged:
                 raw.prefetch(start, end)
-            return _extract(zf, chosen, limits, wheel)
+            return _extract(zf, chosen, limits, wheel, sink)
     except zipfile.BadZipFile as exc:  # MetadataError: the caller may download it instead
         raise MetadataError(f"{wheel}: not a valid wheel ({exc})") from None
 
@@ -231,13 +234,14 @@ def _metadata_from_tail(raw: RangeFile, limits: Limits, wheel: str) -> dict[str,
     return {info.filename: data}
 
 
-def read_members(file: BinaryIO, wanted: Callable[[str], bool], limits: Limits, wheel: str
-                 ) -> dict[str, bytes]:
-    """Members of the wheel in ``file`` (downloaded whole) whose names satisfy ``wanted``."""
+def read_members(file: BinaryIO, wanted: Callable[[str], bool], limits: Limits, wheel: str,
+                 sink: Sink | None = None) -> dict[str, bytes]:
+    """Members of the wheel in ``file`` (downloaded whole) whose names satisfy ``wanted``
+    (handed to ``sink`` one by one instead, when given)."""
     try:
         check_directory(file, wheel)
         with zipfile.ZipFile(file) as zf:
-            return _extract(zf, _choose(zf, wanted, limits, wheel), limits, wheel)
+            return _extract(zf, _choose(zf, wanted, limits, wheel), limits, wheel, sink)
     except zipfile.BadZipFile as exc:
         raise WheelError(f"{wheel}: not a valid wheel ({exc})") from None
 
@@ -356,10 +360,11 @@ def _choose(zf: zipfile.ZipFile, wanted: Callable[[str], bool], limits: Limits, 
     return chosen
 
 
-def _extract(zf: zipfile.ZipFile, chosen: list[zipfile.ZipInfo], limits: Limits, wheel: str
-             ) -> dict[str, bytes]:
+def _extract(zf: zipfile.ZipFile, chosen: list[zipfile.ZipInfo], limits: Limits, wheel: str,
+             sink: Sink | None = None) -> dict[str, bytes]:
     """Inflate the chosen members chunk by chunk, stopping at the declared size and the
-    limit: whatever the headers say, no more than that is ever held."""
+    limit: whatever the headers say, no more than that is ever held. With ``sink``, each
+    member is handed to it as it is inflated and not kept (the result is empty)."""
     out: dict[str, bytes] = {}
     for info in chosen:
         where = f"{wheel}: member {info.filename!r}"
@@ -374,5 +379,8 @@ def _extract(zf: zipfile.ZipFile, chosen: list[zipfile.ZipInfo], limits: Limits,
                                          f"limit of {limits.member // MiB} MiB")
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
             raise WheelError(f"{where} is corrupt ({exc})") from None
-        out[info.filename] = bytes(data)
+        if sink is None:
+            out[info.filename] = bytes(data)
+        else:
+            sink(info.filename, bytes(data))
     return out
