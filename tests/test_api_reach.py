@@ -88,6 +88,9 @@ def test_a_lost_name_is_looked_for_where_it_went(tmp_path: Path) -> None:
     new = ModuleReach(write(tmp_path, V2), "kernelpkg")
     assert new.defining(["moved_fn", "absent"]) == {"kernelpkg.utils"}
     assert new.defining([]) == set()
+    # two workers share the search, each every other file
+    halves = [ModuleReach(new.root, "kernelpkg").defining(["moved_fn"], half=h) for h in (0, 1)]
+    assert halves[0] | halves[1] == {"kernelpkg.utils"} and not halves[0] & halves[1]
 
 
 @pytest.mark.parametrize(("old_files", "new_files", "target"), [

@@ -250,17 +250,16 @@ def _stored_reach(entry: Path) -> frozenset[str] | None:
 
 
 def _reach_both(old: Sources, new: Sources, wanted: list[str]) -> frozenset[str]:
-    return frozenset(_reach_one(old, wanted, moves=False) | _reach_one(new, wanted, moves=True))
+    old_reach, (new_reach, lost) = _reach_one(old, wanted)[0], _reach_one(new, wanted)
+    return frozenset(old_reach.modules | new_reach.modules | new_reach.defining(lost))
 
 
-def _reach_one(src: Sources, wanted: list[str], moves: bool) -> set[str]:
-    """The modules of one version that ``wanted`` goes through; with ``moves`` (the new
-    version) also those defining a name that is no longer where the target reaches it."""
+def _reach_one(src: Sources, wanted: list[str]) -> tuple[ModuleReach, set[str]]:
+    """The modules of one version that ``wanted`` goes through (``.modules``), and the last
+    names of the paths that end at nothing there (in the new version: names that moved, or
+    went)."""
     reach = ModuleReach(src.root, src.package)
-    lost = {p.rpartition(".")[2] for p in wanted if not reach.reach(p)}
-    if moves:
-        reach.modules |= reach.defining(lost)
-    return reach.modules
+    return reach, {p.rpartition(".")[2] for p in wanted if not reach.reach(p)}
 
 
 def shipped_advisories() -> str:
@@ -330,9 +329,14 @@ def build_apis(old: Sources, new: Sources, old_file: DistFile, new_file: DistFil
         return False
     try:
         with _Worker() as for_old, _Worker() as for_new:
-            for_old.send(("reach", old, wanted, False))
-            for_new.send(("reach", new, wanted, True))
-            modules = frozenset(for_old.receive() | for_new.receive())
+            for_old.send(("reach", old, wanted))
+            for_new.send(("reach", new, wanted))
+            modules = for_old.receive()[0]
+            reached, lost = for_new.receive()
+            # where the lost names went: each worker searches half of the new version's files
+            for_old.send(("defining", new, lost, 0))
+            for_new.send(("defining", new, lost, 1))
+            modules = frozenset(modules | reached | for_old.receive() | for_new.receive())
             Cache(cache_dir).write(entry, json.dumps(sorted(modules)).encode())
             for_old.send(("load", old_file, old, modules, cache_dir, True))
             for_new.send(("load", new_file, new, modules, cache_dir, False))
@@ -404,7 +408,7 @@ class _Worker:
 def serve(requests: BinaryIO, replies: BinaryIO) -> None:
     """A worker's loop: one reply, ``("ok", value)`` or ``("error", message)``, per request,
     until its input ends."""
-    held: dict[str, LoadedVersion] = {}
+    held: dict[str, Any] = {}
     while True:
         try:
             request = pickle.load(requests)
@@ -418,12 +422,17 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
         replies.flush()
 
 
-def _serve_one(request: tuple[Any, ...], held: dict[str, LoadedVersion], requests: BinaryIO
-               ) -> Any:
+def _serve_one(request: tuple[Any, ...], held: dict[str, Any], requests: BinaryIO) -> Any:
     step, *args = request
     if step == "reach":
-        src, wanted, moves = args
-        return _reach_one(src, wanted, moves)
+        src, wanted = args
+        held["reach"], lost = _reach_one(src, wanted)
+        return held["reach"].modules, lost
+    if step == "defining":
+        src, lost, half = args
+        reach = held["reach"] if held["reach"].root == src.root else ModuleReach(src.root,
+                                                                                src.package)
+        return reach.defining(lost, half=half)
     if step == "load":
         file, src, modules, cache_dir, give = args
         held["loaded"] = loaded = _built(file, cache_dir, modules, src)
@@ -551,10 +560,11 @@ class ModuleReach:
         self.modules.add(module)
         return self.names(module) is not None
 
-    def defining(self, names: Iterable[str]) -> set[str]:
+    def defining(self, names: Iterable[str], half: int | None = None) -> set[str]:
         """Modules with a top-level ``def``/``class`` of one of ``names`` (one byte search
         per file, then ``ast`` on the few that match): where an object that left its module
-        may have gone."""
+        may have gone. ``half`` (0 or 1): only every other file, from that one (two
+        processes share the search)."""
         wanted = set(names)
         if not wanted:
             return set()
@@ -564,7 +574,8 @@ class ModuleReach:
         needles = [re.compile(word + rb"\s+(" + either + rb")\b") for word in (rb"def",
                                                                               rb"class")]
         out = set()
-        for path in sorted(self.root.rglob("*.py")):
+        files = sorted(self.root.rglob("*.py"))
+        for path in files if half is None else files[half::2]:
             data = path.read_bytes()
             hits = {m.decode() for needle in needles for m in needle.findall(data)}
             if not hits:
