@@ -201,7 +201,7 @@ class QuietServer(http.server.ThreadingHTTPServer):
             super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
-class FaultServer(http.server.ThreadingHTTPServer):
+class FaultServer(QuietServer):
     """A proxy in front of a real index that fails, or hangs, on purpose."""
 
     daemon_threads = True
