@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import pickle
 import re
 import shutil
@@ -153,11 +154,22 @@ def fetch_version(index: SimpleIndex, file: DistFile, cache_dir: Path) -> Source
     how, nbytes = "cache", 0
     if not src.is_dir():
         how, nbytes = fetch_sources(index, file, src)
-    paths = [p.relative_to(src).as_posix() for p in src.rglob("*.py")]
+    paths = _py_files(src)
     package = main_package(paths, file.filename.split("-")[0])
     if package is None:
         raise DriftError(f"{file.filename}: no top-level package found")
     return Sources(src, package, how, nbytes, len(paths))
+
+
+def _py_files(root: Path) -> list[str]:
+    """The ``.py`` files under ``root``, relative, with ``/`` (``os.walk``: ``rglob`` and
+    ``relative_to`` took 0.2 s per drift run over flashinfer 0.7's two versions)."""
+    out = []
+    for folder, _, names in os.walk(root):
+        rel = os.path.relpath(folder, root).replace(os.sep, "/")
+        out += [name if rel == "." else f"{rel}/{name}" for name in names
+                if name.endswith(".py")]
+    return out
 
 
 def modules_key(modules: frozenset[str] | None) -> str:
@@ -320,11 +332,10 @@ def build_apis(old: Sources, new: Sources, old_file: DistFile, new_file: DistFil
     wanted = sorted(set(paths))
     entry = _reach_entry(old, new, wanted, cache_dir)
     modules = _stored_reach(entry)
-    if modules is not None and _breakages_entry(old.root, new.root, modules,
-                                                cache_dir).is_file() and all(
-            read_api(_api_entry(f, cache_dir, modules)) is not None
-            for f in (old_file, new_file)):
-        return False
+    if modules is not None and all(path.is_file() for path in (
+            _breakages_entry(old.root, new.root, modules, cache_dir),
+            *(_api_entry(f, cache_dir, modules) for f in (old_file, new_file)))):
+        return False  # warm (an entry of an older format is rebuilt by the caller)
     if old.files + new.files < min_files or not sys.executable:
         return False
     try:
