@@ -312,7 +312,10 @@ def _breakages_entry(old_root: Path, new_root: Path, modules: frozenset[str] | N
 
 
 # -- the cold build, in worker processes -----------------------------------------------------
-MIN_WORKER_FILES = 400  # both versions' modules: a smaller package is built in this process
+# both versions' modules: a smaller package is built in this process (flashinfer 0.6, ~470
+# modules: two interpreters' start cost more than the side-by-side build saved on 2 busy
+# cores; 0.7 is ~4,800)
+MIN_WORKER_FILES = 1000
 
 
 def build_apis(old: Sources, new: Sources, old_file: DistFile, new_file: DistFile,
