@@ -11,6 +11,7 @@ A store that cannot be read is ignored (everything is scanned again), never trus
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import inspect
 import json
@@ -169,7 +170,9 @@ def scanning(files: Mapping[str, str], scan: Scan[T], row: type[T], *,
     # largest files first, dealt round-robin: chunks of similar cost
     todo.sort(key=lambda item: -len(item[1]))
     chunks = [todo[i::workers * 4] for i in range(workers * 4)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # gc.freeze: what a worker inherits from this process (the tree's texts) is not walked
+    # by its cycle collector on every pass
+    with ProcessPoolExecutor(max_workers=workers, initializer=gc.freeze) as pool:
         futures: list[Future[dict[str, list[T]]]] = [
             pool.submit(_scan_chunk, scan, args, chunk) for chunk in chunks if chunk]
         result: dict[str, dict[str, list[T]]] = {}
