@@ -8,6 +8,7 @@ sha256 checked. Sources, condensed APIs and griffe's breakages are cached on dis
 from __future__ import annotations
 
 import ast
+import gc
 import hashlib
 import json
 import os
@@ -199,7 +200,7 @@ def _built(file: DistFile, cache_dir: Path, modules: frozenset[str] | None, sour
            ) -> LoadedVersion:
     """griffe's load of ``sources`` (only ``modules``, when given), condensed and cached."""
     try:
-        with _loadable(sources.root, sources.package, modules) as where:
+        with _no_cycle_collection(), _loadable(sources.root, sources.package, modules) as where:
             api, loaded = build_api(where, sources.package, str(file.version))
     except Exception as exc:
         raise DriftError(f"{file.filename}: griffe could not load {sources.package!r}: "
@@ -213,6 +214,19 @@ def _built(file: DistFile, cache_dir: Path, modules: frozenset[str] | None, sour
 def _api_entry(file: DistFile, cache_dir: Path, modules: frozenset[str] | None) -> Path:
     return Cache(cache_dir).path("api", file.url, file.sha256,
                                  *([modules_key(modules)] if modules is not None else []))
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cycle collector off while ``ast`` and griffe build trees that stay alive: its
+    passes over them found nothing and took a fifth to a quarter of the CPU."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 _VIEW_PREFIX = "pinbump-api-"
@@ -242,7 +256,8 @@ def reached_modules(old: Sources, new: Sources, paths: Iterable[str], cache_dir:
     stored = _stored_reach(entry)
     if stored is not None:
         return stored
-    found = _reach_both(old, new, wanted)
+    with _no_cycle_collection():
+        found = _reach_both(old, new, wanted)
     Cache(cache_dir).write(entry, json.dumps(sorted(found)).encode())
     return found
 
@@ -290,7 +305,7 @@ def api_breakages(old: LoadedVersion, new: LoadedVersion, cache_dir: Path
     except (OSError, ValueError, TypeError):
         pass
     lines = []
-    with _loadable(old.root, old.package, old.modules) as old_at, \
+    with _no_cycle_collection(), _loadable(old.root, old.package, old.modules) as old_at, \
             _loadable(new.root, new.package, new.modules) as new_at:
         loaded = [v.loaded or griffe.load(v.package, search_paths=[str(at)],
                                           allow_inspection=False)
