@@ -251,8 +251,10 @@ class _Resolver:
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
-def _walk_scoped(tree: ast.AST) -> Iterator[tuple[ast.AST, _Scope]]:
-    """Every node with the scope its names live in (functions nest; classes do not)."""
+def _walk_scoped(tree: ast.AST, has_global: bool = True) -> Iterator[tuple[ast.AST, _Scope]]:
+    """Every node with the scope its names live in (functions nest; classes do not).
+    ``has_global`` off (the text has no ``global``): function bodies are not searched for
+    ``global`` statements (a second walk of every function)."""
     module = _Scope(None)
     stack: list[tuple[ast.AST, _Scope]] = [(tree, module)]
     while stack:
@@ -262,7 +264,7 @@ def _walk_scoped(tree: ast.AST) -> Iterator[tuple[ast.AST, _Scope]]:
             if isinstance(child, _FUNCTIONS):
                 inner = _Scope(scope)
                 body = child.body if isinstance(child.body, list) else [child.body]
-                for stmt in body:
+                for stmt in body if has_global else ():
                     for sub in ast.walk(stmt):
                         if isinstance(sub, ast.Global):
                             inner.globals.update(sub.names)
@@ -291,11 +293,11 @@ class _Nodes:
     imported: bool = False
 
 
-def _collect(tree: ast.AST, resolver: _Resolver) -> _Nodes:
+def _collect(tree: ast.AST, resolver: _Resolver, has_global: bool = True) -> _Nodes:
     """Imports are bound as they are met; assignments, calls and string constants are kept
     for the later passes."""
     nodes = _Nodes()
-    for node, scope in _walk_scoped(tree):
+    for node, scope in _walk_scoped(tree, has_global):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             resolver.bind_import(node, scope)
             nodes.imported = True
@@ -403,8 +405,9 @@ def scan_source(file: str, text: str, roots: set[str]) -> list[CallSite]:
     except (SyntaxError, ValueError):
         return []  # not valid Python: nothing we can map
     resolver = _Resolver(roots)
-    nodes = _collect(tree, resolver)
-    if not nodes.imported and not any(_dotted_string(s.value, roots) for s in nodes.strings):
+    nodes = _collect(tree, resolver, has_global="global" in text)
+    named = any(_dotted_string(s.value, roots) for s in nodes.strings)
+    if not nodes.imported and not named:
         return []
     for _ in range(8):  # a binding may use one made later in the file (x = comm)
         if not any([resolver.bind_assign(t, v, sc) for t, v, sc in nodes.assigns]):
@@ -412,7 +415,7 @@ def scan_source(file: str, text: str, roots: set[str]) -> list[CallSite]:
     out = _Sites(file, text, roots)
     _calls(out, nodes, resolver)
     _attribute_probes(out, nodes, resolver)
-    paired = _string_pairs(out, tree)
+    paired = _string_pairs(out, tree) if named else set()  # pairs start with such a string
     _dotted_strings(out, nodes, paired)
     return out.sorted()
 
