@@ -1,4 +1,7 @@
-"""Count what a command reads of the target: tree walks, file reads and config parses."""
+"""Count what a command reads of the target: tree walks, file reads and config parses.
+
+Reads in worker processes are not counted (a search of a large tree runs in them): the
+trees counted here are far below ``bot.adapters.tree.PARALLEL_FILES``."""
 
 from __future__ import annotations
 
@@ -52,9 +55,10 @@ def count_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
 
     read_regular = bot.adapters.tree._read_regular
 
-    def counting_regular(path: Path, seen: os.stat_result) -> bytes | None:
+    def counting_regular(path: Path, seen: os.stat_result, cap: int = bot.adapters.tree.MAX_BYTES
+                         ) -> bytes | None:
         reads.files[str(path.resolve())] += 1  # the tree reader's own read of a file
-        return read_regular(path, seen)
+        return read_regular(path, seen, cap)
 
     def counting_parse(*args: Any, **kwargs: Any) -> Any:
         reads.config_parses += 1

@@ -186,6 +186,7 @@ def test_file_changed_between_read_and_write(pypi: PypiServer, tmp_path: Path) -
     repo = write_tree(tmp_path / "repo")
     with planned(PlanOptions(repo=repo, index_url=pypi.url)) as done:
         tree = read_tree(repo)
+        tree.read(tree.paths)  # every file, held
         edits, _ = compute_edits(done.plan, done.ws.policy, tree.text)
     assert len(edits.files) == 5
     (repo / "python/sglang/srt/utils/common.py").write_text("# edited by a human meanwhile\n")
@@ -236,14 +237,16 @@ def test_apply_looks_only_at_files_holding_an_old_version(pypi: PypiServer,
     with planned(PlanOptions(repo=repo, index_url=pypi.url, no_cache=True)) as done:
         ws = done.ws
         some = ws.holding(*apply_reads(done.plan, ws.policy))
+        every = read_tree(repo)
+        every.read(every.paths)
         assert compute_edits(done.plan, ws.policy, some) == \
-            compute_edits(done.plan, ws.policy, dict(ws.files))
-    assert set(some) < set(ws.files)
+            compute_edits(done.plan, ws.policy, every.text)
+    assert set(some) < set(every.text)
     assert "python/sglang/other.py" not in some
     assert "README.md" not in some
     assert {"python/sglang/lazy.py", "python/sglang/near.py", "docker/Dockerfile.rocm",
             "python/pyproject.toml", "docs/notes.md"} <= set(some)
-    assert all(some[p] == ws.files[p] for p in some)
+    assert all(some[p] == every.text[p] for p in some)
 
 
 def test_unrelated_dockerfile_arg_equal_to_an_old_version_stays(

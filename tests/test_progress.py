@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import bot.adapters.tree
 from bot.adapters.scancache import scanning
 from bot.adapters.tree import read_tree
 from bot.cli import main, progress
@@ -23,12 +24,22 @@ from servers import PypiServer
 from test_drift import publish, target_repo
 
 
-def test_read_tree_counts_the_files_it_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("parallel", [False, True])  # read here; in worker processes
+def test_the_tree_counts_the_files_it_listed_then_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> None:
     for i in range(1234):
         (tmp_path / f"m{i}.py").write_text("x = 1\n")
     counts: list[int] = []
     tree = read_tree(tmp_path, counts.append)
-    assert counts == [500, 1000] and len(tree.raw) == 1234
+    assert counts == [500, 1000] and len(tree.paths) == 1234 and not tree.raw
+    monkeypatch.setattr(bot.adapters.tree, "PARALLEL_FILES", 1 if parallel else 10**9)
+    read: list[int] = []
+    tree.search(frozenset({b"x = 1"}), [], read.append)
+    assert len(tree.raw) == 1234
+    if parallel:  # a count as each worker's shard comes back
+        assert read == sorted(read) and read[-1] == 1234
+    else:
+        assert read == [500, 1000]
 
 
 @pytest.mark.parametrize("min_parallel", [1_000, 1])  # in this process; in worker processes

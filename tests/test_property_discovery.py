@@ -17,7 +17,7 @@ import tomlkit
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from bot.core.workspace import Workspace, build_workspace
+from bot.core.workspace import HeldFiles, Workspace, build_workspace
 from bot.errors import PinbumpError
 
 BOUNDED = settings(max_examples=150, deadline=2000, database=None,
@@ -130,7 +130,7 @@ def _toml_or_text(config: dict[str, Any]) -> str:
 
 def load(files: dict[str, str]) -> Workspace:
     raw = {path: text.encode("utf-8", "surrogatepass") for path, text in files.items()}
-    return build_workspace(ROOT, raw, files, {}, {})
+    return build_workspace(ROOT, HeldFiles(raw), {})
 
 
 @BOUNDED

@@ -369,6 +369,13 @@ def test_dry_run_pushes_and_writes_nothing(world: World, monkeypatch: pytest.Mon
     assert reads.config_parses == 1
     scratch = [w for w in reads.walks if "pinbump-" in w and w.endswith("/tree")]
     assert len(scratch) == 1  # the scratch checkout of the base, walked once
+    # apply, then drift: each file read once; an edited one once more, as it is written
+    per_file = reads.under(Path(scratch[0]))
+    assert per_file["docs/notes.md"] == 1 and max(per_file.values()) == 2
+    assert {p for p, n in per_file.items() if n == 2} == {
+        "docker/Dockerfile", "python/pyproject.toml", "python/pyproject_other.toml",
+        "python/sglang/srt/entrypoints/engine.py", "python/sglang/srt/layers/fp4.py",
+        "python/sglang/srt/utils/common.py"}
     assert reads.walks_of(world.checkout) == []
     captured = capsys.readouterr()
     assert "### API drift: `flashinfer-python` 0.6.8.post1 → 0.6.11" in captured.out

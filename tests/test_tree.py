@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
-from bot.adapters.tree import read_tree
+import pytest
+
+import bot.adapters.tree as tree_module
+from bot.adapters.tree import MAX_BYTES, Tree, read_tree
 
 
 def test_only_regular_text_files_are_read(tmp_path: Path) -> None:
@@ -18,7 +22,77 @@ def test_only_regular_text_files_are_read(tmp_path: Path) -> None:
     (tmp_path / "src" / "link.py").symlink_to(tmp_path / "src" / "a.py")
     (tmp_path / "requirements.txt").symlink_to(tmp_path / "src" / "a.py")
     tree = read_tree(tmp_path)
+    assert sorted(tree.paths) == ["src/a.py", "src/b.bin"]  # listed, not read: no pin file
+    assert tree.raw == {} and tree.reads == 0
+    tree.search(frozenset({b"flashinfer"}), [])
     assert list(tree.raw) == ["src/a.py"]
     assert tree.text["src/a.py"] == "import flashinfer\n"
     assert tree.undecodable == {"src/b.bin": "contains NUL bytes"}
     assert tree.skipped == [("requirements.txt", "a symbolic link (not followed)")]
+
+
+def _hostile(root: Path) -> None:
+    """Files a search meets: text with and without the needle, binary, not UTF-8, a pin file
+    and a module over the size cap, and three files changed after the listing (below)."""
+    (root / "src").mkdir(parents=True)
+    for i in range(40):
+        (root / "src" / f"m{i}.py").write_text("import flashinfer\n" if i % 3 == 0 else
+                                               f"x = {i}\n" * (i + 1))
+    (root / "src" / "c.bin").write_bytes(b"\0flashinfer")
+    (root / "src" / "d.py").write_bytes(b"import flashinfer  # caf\xe9\n")
+    (root / "src" / "big.py").write_bytes(b"# flashinfer\n" + b"x" * MAX_BYTES)
+    (root / "requirements.txt").write_bytes(b"flashinfer-python==1\n" + b"#" * MAX_BYTES)
+    for name in ("e.py", "f.py", "g.py"):
+        (root / "src" / name).write_text("import flashinfer\n")
+
+
+def _change_after_listing(root: Path, outside: Path) -> None:
+    """e.py becomes a link to a file outside, f.py a FIFO with no writer, g.py grows past
+    the cap: none is read, and nothing blocks."""
+    outside.write_text("import flashinfer  # outside the target\n")
+    (root / "src" / "e.py").unlink()
+    (root / "src" / "e.py").symlink_to(outside)
+    (root / "src" / "f.py").unlink()
+    os.mkfifo(root / "src" / "f.py")
+    (root / "src" / "g.py").write_bytes(b"import flashinfer\n" + b"#" * MAX_BYTES)
+
+
+def _searched(tree: Tree, parallel: bool, monkeypatch: pytest.MonkeyPatch) -> Tree:
+    monkeypatch.setattr(tree_module, "PARALLEL_FILES", 1 if parallel else 10**9)
+    monkeypatch.setattr(tree_module, "PARALLEL_BYTES", 1 if parallel else 10**12)
+    done: list[int] = []
+    searcher = threading.Thread(target=lambda: (
+        tree.search(frozenset({b"flashinfer", b"flashinfer_python"}), ["src/m1.py"]),
+        done.append(1)), daemon=True)
+    searcher.start()
+    searcher.join(30)
+    if not done:
+        with open(tree.root / "src" / "f.py", "wb"):  # unblock the reader before failing
+            pass
+        pytest.fail("the search blocked on a FIFO")
+    return tree
+
+
+def test_a_search_in_worker_processes_finds_what_one_in_this_process_finds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same held files (bytes), the same reasons for the others, each file read once;
+    a file changed into a link, a FIFO or something over the cap after the listing is not
+    read, in this process or in a worker."""
+    root = tmp_path / "repo"
+    _hostile(root)
+    here, workers = read_tree(root), read_tree(root)
+    assert "src/big.py" not in here.paths  # over the cap: never listed, never read
+    assert here.skipped == [("requirements.txt", f"over 2 MB ({MAX_BYTES + 21} bytes)")]
+    _change_after_listing(root, tmp_path / "secret.py")
+    _searched(here, False, monkeypatch)
+    _searched(workers, True, monkeypatch)
+    for tree in (here, workers):
+        assert set(tree.raw) == {f"src/m{i}.py" for i in range(0, 40, 3)} | {"src/m1.py"}
+        assert tree.raw["src/m0.py"] == b"import flashinfer\n"
+        assert tree.undecodable == {"src/c.bin": "contains NUL bytes",
+                                    "src/d.py": "invalid continuation byte"}
+        assert tree.not_read == {
+            "src/e.py": "a symbolic link (not followed)", "src/f.py": "",
+            "src/g.py": f"over 2 MB ({MAX_BYTES + 18} bytes)"}
+        assert tree.reads == len(tree.paths)
+    assert here.raw == workers.raw and here.skipped == workers.skipped

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bot.adapters.tree import read_file
 from bot.errors import LockTimeout, WriteError
 
 TEMP_MARK = ".pinbump-"
@@ -95,19 +96,10 @@ def state_folder(root: Path) -> Path:
 
 def _small_text(path: Path) -> str:
     """The first line of a small file git writes (``.git``, ``gitdir``); "" when unreadable,
-    a link, or not a regular file."""
+    a link, not a regular file, or larger than git would write."""
+    data, _ = read_file(path, 64 * 1024)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
-    except OSError:
-        return ""
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return ""
-        data = os.read(fd, 4096)
-    finally:
-        os.close(fd)
-    try:
-        lines = data.decode("utf-8").splitlines()
+        lines = (data or b"").decode("utf-8").splitlines()
     except UnicodeDecodeError:
         return ""
     return lines[0].strip() if lines else ""

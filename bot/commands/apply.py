@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
@@ -21,7 +21,7 @@ from bot.core.edits import (
 )
 from bot.core.editset import apply_bumps, apply_reads, compute_edits, partial_note
 from bot.core.models import Plan
-from bot.core.workspace import Workspace
+from bot.core.workspace import Workspace, import_guesses
 from bot.errors import PinbumpError
 
 
@@ -44,7 +44,7 @@ def apply(ws: Workspace, plan: Plan, *, write: bool = True,
     pending = state.pending() if state is not None else None
     resumed = bumps_from_intent(pending.get("intent"), str(state.journal)) \
         if pending is not None and state is not None else []
-    files = ws.holding(*apply_reads(plan, ws.policy, resumed))  # the rest cannot change
+    files = _search(ws, services, *apply_reads(plan, ws.policy, resumed))
     assertions = parallel_assertions(files, apply_bumps(plan, ws.policy, resumed))
     edits, notes = compute_edits(plan, ws.policy, files, resumed, assertions)
     if services is not None and plan.changes and needs_codemod(ws, plan):
@@ -66,6 +66,16 @@ def apply(ws: Workspace, plan: Plan, *, write: bool = True,
     elif write and state is not None and pending is not None:
         state.clean()  # the killed run had written everything: only its journal was left
     return ApplyResult(edits, notes, bumps, written)
+
+
+def _search(ws: Workspace, services: Services | None, needles: tuple[bytes, ...],
+            keep: Callable[[str], bool]) -> dict[str, str]:
+    """The files apply may edit (no editor can change any other file): the first search of
+    the tree (read once, the count shown on a terminal)."""
+    if services is None:
+        return ws.holding(needles, keep)
+    with services.progress(f"searching {ws.root}") as say:
+        return ws.holding(needles, keep, counted=lambda n: say(f"read {n:,} files"))
 
 
 MIN_PARALLEL = 16  # Python files holding an old version before worker processes pay off
@@ -115,8 +125,8 @@ def _unread(ws: Workspace, bumps: list[Bump], edits: EditSet, notes: list[str]) 
 
 
 def needs_codemod(ws: Workspace, plan: Plan) -> bool:
-    """A Python file whose bytes name the lead's import package (a byte search)."""
-    parts = plan.lead.lower().replace("-", "_").replace(".", "_").split("_")
-    guesses = {"_".join(parts[:i]).encode() for i in range(1, len(parts) + 1)}
-    return any(p.endswith(".py") and any(g in data for g in guesses)
-               for p, data in ws.raw.items())
+    """A Python file whose bytes name the lead's import package (a byte search, served by
+    the search apply made already: the lead's import names are of the workspace's
+    interest)."""
+    guesses = [g.encode() for g in import_guesses(plan.lead)]
+    return any(p.endswith(".py") for p in ws.holding(guesses))

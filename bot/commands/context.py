@@ -51,11 +51,10 @@ class PlanOptions:
 
 def load_workspace(root: Path, overrides: dict[str, object] | None = None,
                    counted: Callable[[int], None] | None = None) -> Workspace:
-    """Read the target once (one tree walk) and parse what it says (the config once);
-    ``counted`` hears how many files were read so far (progress on a terminal)."""
-    tree = read_tree(root, counted)
-    return build_workspace(root, tree.raw, tree.text, tree.undecodable, overrides or {},
-                           skipped=tree.skipped)
+    """List the target once (one tree walk), read its pin files and parse what they say
+    (the config once); the rest of the tree is read when a command first searches it.
+    ``counted`` hears how many files were listed so far (progress on a terminal)."""
+    return build_workspace(root, read_tree(root, counted), overrides or {})
 
 
 Say = Callable[[str], None]  # updates the progress line ("parsed 126/1,882 files")

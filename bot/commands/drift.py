@@ -43,7 +43,7 @@ from bot.core.environment import Environment
 from bot.core.models import DistFile, EditKind, Plan
 from bot.core.resolve import best_wheel
 from bot.core.review import Advisories, Observations, parse_advisories, parse_observations
-from bot.core.workspace import Workspace
+from bot.core.workspace import Workspace, import_guesses
 from bot.errors import InputError, PinbumpError
 from bot.render.drift import drift_markdown, sarif_json, workflow_commands
 
@@ -75,13 +75,6 @@ def _wheels_for(index: SimpleIndex, policy: Policy, env: Environment, versions: 
             raise InputError(f"{lead} {version}: no wheel on {url}")
         out.append(best_wheel(env, files))
     return out
-
-
-def import_guesses(distribution: str) -> set[str]:
-    """Import names a distribution may provide: flashinfer-python -> flashinfer_python,
-    flashinfer. Used to start scanning before the wheel says which one it is."""
-    parts = distribution.lower().replace("-", "_").replace(".", "_").split("_")
-    return {"_".join(parts[:i]) for i in range(1, len(parts) + 1)}
 
 
 @contextmanager
@@ -198,9 +191,11 @@ def drift(ws: Workspace, services: Services, from_version: str | None,
     old_wheel, new_wheel = _wheels_for(services.index, ws.policy, ws.env,
                                        [from_version, to_version])
     guesses = import_guesses(lead)
-    if sources is None:  # only files whose bytes name the package are decoded
-        sources = {p: t for p, t in ws.holding([g.encode() for g in guesses]).items()
-                   if p.endswith(".py")}
+    if sources is None:  # only files whose bytes name the package are read and decoded
+        with services.progress(f"searching {ws.root}") as say:
+            held = ws.holding([g.encode() for g in guesses],
+                              counted=lambda n: say(f"read {n:,} files"))
+        sources = {p: t for p, t in held.items() if p.endswith(".py")}
     else:
         sources = {p: t for p, t in sources.items() if p.endswith(".py")}
     reviews: list[ReviewSource] = [
