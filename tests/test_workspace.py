@@ -129,10 +129,15 @@ def test_one_search_serves_the_later_ones(tmp_path: Path) -> None:
 
 
 def test_an_include_that_is_not_utf8_is_reported(tmp_path: Path) -> None:
-    """A file named by -r is read when named; one that is not UTF-8 reaches discovery as
-    such (it is listed as not read, never dropped silently)."""
+    """A file named by -r, or by the config's ``files`` globs, is read when named; one that
+    is not UTF-8 reaches discovery as such (it is listed as not read, never dropped
+    silently)."""
     repo = write_tree(tmp_path / "repo", {"requirements.txt": "-r extra.lst\n"})
     (repo / "extra.lst").write_bytes(b"flashinfer-python==0.6.8.post1  # caf\xe9\n")
+    (repo / "pinbump.toml").write_text('files = ["deploy/*.pins"]\n')
+    (repo / "deploy").mkdir()
+    (repo / "deploy" / "gpu.pins").write_bytes(b"\xfe\xffquack-kernels>=0.3.0\n")
     ws = load_workspace(repo)
-    assert "extra.lst" in ws.source.undecodable
+    assert set(ws.source.undecodable) == {"extra.lst", "deploy/gpu.pins"}
     assert "extra.lst" not in ws.raw
+    assert {p for p, _ in ws.target.skipped} == {"extra.lst", "deploy/gpu.pins"}

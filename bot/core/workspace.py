@@ -212,7 +212,7 @@ def build_workspace(root: Path, source: Source, overrides: Mapping[str, Any]) ->
     pin_files = files if not policy.exclude else _excluded(files, policy.exclude)
     source.read([*sorted(includes_of(pin_files, names)), *globbed])  # named: read now
     pin_files = files if not policy.exclude else _excluded(files, policy.exclude)
-    also = [p for p in globbed if p in pin_files]
+    also = [p for p in globbed if p in pin_files or p in undecodable]  # not UTF-8: listed
     target = find_pins(root, pin_files, names, undecodable, pyprojects,
                        lead=policy.active_group.lead, skipped=source.skipped, also=also)
     env = Environment.for_target(target.requires_python(policy.active_group.lead),
