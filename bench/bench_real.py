@@ -224,6 +224,7 @@ def round_trips(tree: Path, label: str, work: Path, as_of: str, latency: float) 
         opts = PlanOptions(repo=tree, as_of=as_of, cache_dir=work / "rt-cache")
         ws = load_workspace(opts.repo, opts.overrides)
         for kind in ("cold", "warm"):
+            time.sleep(1.0)  # reads the cold plan dropped unanswered end before the warm one
             spans.clear()
             with open_services(opts) as services:
                 start = time.perf_counter()

@@ -197,3 +197,27 @@ def test_upload_times_are_asked_for_together_and_once(undated: HostileIndex,
                     for method, path, headers in undated.requests)
     assert max(asked.values()) == 1, [k for k, n in asked.items() if n > 1]
     assert ("HEAD", newest, "") in asked
+
+
+@pytest.mark.parametrize(("fixture", "gone"), [
+    ("index", "/files/quack_kernels-0.3.0-"),  # its metadata is guessed, never needed
+    ("undated", "/files/flashinfer_python-0.6.8.post1-"),  # its upload time: the same
+])
+def test_a_warm_plan_guesses_nothing_of_the_index(fixture: str, gone: str, tmp_path: Path,
+                                                 request: pytest.FixtureRequest) -> None:
+    """Guesses are for a cold cache: after one plan, the next asks the index for its pages
+    only (what the resolver needs of the wheels is on disk), not again for what the first
+    plan guessed and did not get (a wheel gone: HTTP 404, so nothing was stored)."""
+    index: HostileIndex = request.getfixturevalue(fixture)
+    del index.routes[next(p for p in index.routes if p.startswith(gone))]
+    repo = write_target(tmp_path / "repo")
+    opts = PlanOptions(repo=repo, index_url=index.url, cache_dir=tmp_path / "cache")
+    with planned(opts) as cold:
+        pass
+    assert any(path.startswith(gone) for _, path, _ in index.requests)  # it was guessed
+    before = len(index.requests)
+    with planned(opts) as warm:
+        pass
+    assert warm.plan.changes == cold.plan.changes
+    assert [path for _, path, _ in index.requests[before:] if not path.startswith("/simple/")
+            ] == []

@@ -449,6 +449,11 @@ class SimpleIndex:
                 raise MetadataError(sha256_mismatch(file.url, file.sha256))
             return read_members(whole.file, wanted, limits, file.filename, sink), "download"
 
+    def knows(self, kind: str, file: DistFile) -> bool:
+        """Whether the disk cache holds ``kind`` ("metadata", "upload-time") of ``file``."""
+        cached = self._cache_file(kind, file)
+        return cached is not None and cached.is_file()
+
     def _cache_file(self, kind: str, file: DistFile) -> Path | None:
         return None if self.cache is None else self.cache.path(kind, file.url, file.sha256)
 

@@ -117,9 +117,11 @@ class IndexSource:
                  ) -> list[Requirement]:
         if not files or not any(f.is_wheel for f in files):
             raise MetadataError(f"{package} {version}: no wheel to read metadata from")
-        wanted = self._read(best_wheel(self.env, files))
-        for wheel in self._next_asked(package, version):
-            self._read(wheel)
+        wheel = best_wheel(self.env, files)
+        ahead = not self.index.knows("metadata", wheel)  # on disk: so is what comes next
+        wanted = self._read(wheel)
+        for other in self._next_asked(package, version) if ahead else ():
+            self._read(other)
         return parse_requires_dist(wanted.result())
 
     def _read(self, wheel: DistFile, guess: bool = False) -> Future[bytes]:
@@ -160,17 +162,17 @@ class IndexSource:
         if package not in self.policy.active_group.companions or package not in self.currents:
             return
         current = self.currents[package]
-        guessed = 0
+        wheels: list[DistFile] = []
         for version, files in sorted(self._held(package).items(), reverse=True):
-            if guessed >= self.SPECULATE or (current is not None and version < current):
+            if len(wheels) >= self.SPECULATE or (current is not None and version < current):
                 break
             if version.local or (version.is_prerelease and version != current
                                  and not self.policy.prereleases_allowed(package)):
                 continue
             wheel = self._likely_wheel(files)
             if wheel is not None:
-                self._read(wheel, guess=True)
-                guessed += 1
+                wheels.append(wheel)
+        self._guess(wheels, "metadata", self._read)
 
     def _guess_upload_times(self, package: str) -> None:
         """An index without PEP 700 upload times (FlashInfer's own): the resolver screens
@@ -180,9 +182,9 @@ class IndexSource:
         if package not in group.members:
             return
         current = self.currents.get(package)
-        guessed = 0
+        wheels: list[DistFile] = []
         for version, files in sorted(self._held(package).items(), reverse=True):
-            if guessed >= self.SPECULATE or (current is not None and version < current):
+            if len(wheels) >= self.SPECULATE or (current is not None and version < current):
                 break
             if any(f.upload_time is not None for f in files) or (
                     version.is_prerelease and self.cutoff is None
@@ -190,8 +192,18 @@ class IndexSource:
                 continue
             wheel = self._likely_wheel(files)
             if wheel is not None:
-                self._uploaded(wheel, guess=True)
-                guessed += 1
+                wheels.append(wheel)
+        self._guess(wheels, "upload-time", self._uploaded)
+
+    def _guess(self, wheels: list[DistFile], kind: str,
+               start: Callable[[DistFile, bool], Future[Any]]) -> None:
+        """Start these guesses, unless the disk cache already knows one of them: then an
+        earlier command resolved this package, what the resolver needs is most likely on
+        disk (read in no time when asked), and the rest would be asked of the index again
+        and again, in every warm run, for nothing."""
+        if not any(self.index.knows(kind, w) for w in wheels):
+            for wheel in wheels:
+                start(wheel, True)
 
     def _likely_wheel(self, files: Sequence[DistFile]) -> DistFile | None:
         """The wheel ``requires`` would read for these files: the same choice, over the files
