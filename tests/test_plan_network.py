@@ -221,3 +221,17 @@ def test_a_warm_plan_guesses_nothing_of_the_index(fixture: str, gone: str, tmp_p
     assert warm.plan.changes == cold.plan.changes
     assert [path for _, path, _ in index.requests[before:] if not path.startswith("/simple/")
             ] == []
+
+
+def test_reads_nobody_waits_for_do_not_hold_the_command_open(index: HostileIndex,
+                                                             tmp_path: Path) -> None:
+    """When the plan is made, guesses still queued are cancelled and those under way run
+    in daemon threads: the process ends without waiting for their answers (a
+    ThreadPoolExecutor's workers are joined at exit)."""
+    import threading
+
+    repo = write_target(tmp_path / "repo")
+    opts = PlanOptions(repo=repo, index_url=index.url, no_cache=True)
+    with planned(opts):
+        readers = [t for t in threading.enumerate() if t.name == "pinbump-read"]
+    assert readers and all(t.daemon for t in readers)

@@ -3,9 +3,10 @@ parallel, each answer (or failure) kept so the resolver can report it per packag
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -22,6 +23,49 @@ from bot.core.resolve import best_wheel
 from bot.errors import IndexError_, MetadataError, PinbumpError, redact
 
 _T = TypeVar("_T")
+
+
+class _Pool:
+    """A few daemon worker threads: reads the command no longer waits for (guesses, reads
+    ahead) are dropped when it ends instead of holding the process open until they are
+    answered, as a ThreadPoolExecutor's workers do (they are joined at exit). What such a
+    read was writing to the cache is written atomically or not at all."""
+
+    def __init__(self, workers: int) -> None:
+        self._work: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = \
+            queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._run, daemon=True,
+                                          name="pinbump-read") for _ in range(workers)]
+        self._closed = False
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, work: Callable[[DistFile], _T], wheel: DistFile) -> Future[_T]:
+        future: Future[_T] = Future()
+        self._work.put((future, lambda: work(wheel)))
+        return future
+
+    def _run(self) -> None:
+        while (item := self._work.get()) is not None:
+            future, work = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(work())
+            except BaseException as exc:  # kept for whoever waits on it
+                future.set_exception(exc)
+
+    def shutdown(self) -> None:
+        """Cancel what has not started; the workers end once the queue is drained."""
+        while True:
+            try:
+                item = self._work.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[0].cancel()
+        for _ in self._threads:
+            self._work.put(None)
 
 
 class IndexSource:
@@ -54,7 +98,7 @@ class IndexSource:
         self._lock = threading.Lock()
         self._started: dict[tuple[str, DistFile], Future[Any]] = {}  # (what, wheel) -> read
         self._guessed: set[Future[Any]] = set()
-        self._pools: dict[bool, ThreadPoolExecutor] = {}  # speculative? -> its pool
+        self._pools: dict[bool, _Pool] = {}  # speculative? -> its pool
         self._merged: dict[str, tuple[list[ProjectPage], dict[Version, list[DistFile]]]] = {}
         self._closed = False
 
@@ -62,7 +106,7 @@ class IndexSource:
         with self._lock:
             self._closed = True
             for pool in self._pools.values():
-                pool.shutdown(wait=False, cancel_futures=True)
+                pool.shutdown()
 
     def refs(self, package: str) -> tuple[IndexRef, ...]:
         if self.model is not None and self.model.for_package(package):
@@ -148,8 +192,7 @@ class IndexSource:
                 return future
             pool = self._pools.get(guess)
             if pool is None:
-                pool = self._pools[guess] = ThreadPoolExecutor(
-                    max_workers=self.SPECULATE if guess else self.READ_AHEAD)
+                pool = self._pools[guess] = _Pool(self.SPECULATE if guess else self.READ_AHEAD)
             self._started[key] = future = pool.submit(work, wheel)
             if guess:
                 self._guessed.add(future)
