@@ -230,8 +230,17 @@ def test_reads_nobody_waits_for_do_not_hold_the_command_open(index: HostileIndex
     ThreadPoolExecutor's workers are joined at exit)."""
     import threading
 
+    readers: list[threading.Thread] = []
+
+    def reading(log: Log) -> bool:  # while the plan is under way: its readers are up
+        if not companion_read(log):
+            return False
+        readers.extend(t for t in threading.enumerate() if t.name == "pinbump-read")
+        return True
+
+    index.holds[LEAD_PAGE] = reading
     repo = write_target(tmp_path / "repo")
     opts = PlanOptions(repo=repo, index_url=index.url, no_cache=True)
     with planned(opts):
-        readers = [t for t in threading.enumerate() if t.name == "pinbump-read"]
+        pass
     assert readers and all(t.daemon for t in readers)
