@@ -114,6 +114,24 @@ def test_apply_moves_a_requirement_and_keeps_its_pip_options(
         "nvidia-cutlass-dsl==4.4.2 --hash=" + HASH + "\n")
 
 
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # pip joins a line ending in "\\" with the next before removing comments: the second
+    # line is part of the first line's comment, never installed
+    ("flashinfer-python==0.6.8.post1  # pinned \\\nflashinfer-python==0.6.1\n",
+     [(1, LEAD, "0.6.8.post1")]),
+    # a comment line never goes on; a comment line ends a continued requirement
+    ("# pinned \\\nflashinfer-python==0.6.8.post1\n", [(2, LEAD, "0.6.8.post1")]),
+    ("flashinfer-cubin\\\n# the lead's companion\nquack-kernels==0.3.0\n",
+     [(1, "flashinfer-cubin", "None"), (3, "quack-kernels", "0.3.0")]),
+    # "#egg=" after a space starts a comment for pip: no package name comes from it
+    ("-e git+https://github.com/x/other@v0.6.1 #egg=flashinfer-python\n", []),
+])
+def test_continuations_and_comments_as_pip_reads_them(
+        text: str, expected: list[tuple[int, str, str]]) -> None:
+    pins = read_requirements(text, "requirements.txt", NAMES).pins
+    assert [(p.line, p.package, p.literal or str(p.current)) for p in pins] == expected
+
 @pytest.mark.parametrize(("text", "indexes", "includes"), [
     # --pypi-url is pip's other name for --index-url; long options by unique prefix
     ("--pypi-url https://a.example/simple\n--extra https://b.example/simple\n"
@@ -326,6 +344,31 @@ def test_apply_leaves_a_clone_of_another_repository_alone(
     apply(capsys, repo, pypi.url)
     assert (repo / "ci/clone.sh").read_text() == script.replace("v0.6.8.post1", "v0.6.11")
 
+
+
+CLONE_AFTER_INSTALL = """\
+#!/bin/bash
+pip install flashinfer-cubin==0.6.8.post1 && \\
+    git clone --depth 1 \\
+      -b v0.6.8.post1 https://github.com/flashinfer-ai/flashinfer /src
+"""
+
+
+def test_apply_moves_a_clones_branch_on_its_own_continued_line(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The install on the command's first line holds the same version: the clone's pin is
+    on the line of its --branch, and both move."""
+    publish(pypi)
+    repo = write(tmp_path / "repo", {"ci/build.sh": CLONE_AFTER_INSTALL,
+                                     "docker/Dockerfile": "FROM x\nRUN " + CLONE_AFTER_INSTALL
+                                     .split("\n", 1)[1]})
+    assert changed_files(plan(capsys, repo, pypi.url)) == {
+        LEAD: ["docker/Dockerfile:4", "ci/build.sh:4"],
+        "flashinfer-cubin": ["docker/Dockerfile:2", "ci/build.sh:2"]}
+    apply(capsys, repo, pypi.url)
+    assert (repo / "ci/build.sh").read_text() == CLONE_AFTER_INSTALL.replace(
+        "0.6.8.post1", "0.6.11")
+    assert (repo / "docker/Dockerfile").read_text().count("0.6.11") == 2
 
 # -- 4. setup.cfg: only requirement lists are pins ---------------------------------------------
 SETUP_CFG = """\

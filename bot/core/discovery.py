@@ -237,6 +237,7 @@ _PIP_NAMES = {"-i": "--index-url", "--pypi-url": "--index-url", "-f": "--find-li
 INDEX_OPTIONS = ("--index-url", "--extra-index-url", "--find-links")
 _INCLUDE_OPTIONS = ("--requirement", "--constraint")
 _EGG = re.compile(r"#egg=(?P<name>[A-Za-z0-9._-]+)")
+_COMMENT = re.compile(r"(^|\s+)#.*$")  # pip's COMMENT_RE
 _REF = re.compile(r"@v?(?P<version>\d[\w.+!-]*?)(?=#|$|\s)")
 
 
@@ -286,19 +287,23 @@ class RequirementsFile:
 
 
 def _logical(text: str) -> Iterator[tuple[int, str]]:
-    """(first line number, logical line without comments), following continuations."""
-    pending, start = "", 0
+    """(first line number, logical line without comments), as pip reads them: a line ending
+    in "\\" goes on with the next (even after a comment; a comment line never goes on), then
+    comments are removed."""
+    pending: list[str] = []
+    start = 0
     for number, raw in enumerate(text.splitlines(), start=1):
-        if not pending:
-            start = number
-        line = re.sub(r"(^|\s)#(?!egg=).*$", "", raw).rstrip()
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
+        if raw.endswith("\\") and not _COMMENT.match(raw):
+            start = start if pending else number
+            pending.append(raw.strip("\\"))
             continue
-        yield start, (pending + line).strip()
-        pending = ""
-    if pending.strip():
-        yield start, pending.strip()
+        if pending and _COMMENT.match(raw):
+            raw = " " + raw  # a comment line ends a continued line, as a comment
+        line = "".join([*pending, raw])
+        yield (start if pending else number), _COMMENT.sub("", line).strip()
+        pending = []
+    if pending:
+        yield start, _COMMENT.sub("", "".join(pending)).strip()
 
 
 def _vcs_pin(target: str, path: str, line: int, names: set[str]) -> Pin | None:
@@ -716,7 +721,7 @@ def _installs(path: str, text: str, scan: _Scan, *, section: str) -> dict[str, l
                                               frozenset(packages)))
         version = clone_version(line, scan.lead.split("-")[0])
         if version:
-            line_no = start + _line_offset(text, start, version)
+            line_no = start + _branch_offset(text, start, version)
             scan.pins.append(Pin(scan.lead, f"{scan.lead}=={version}", path, line_no,
                                  f"{section} (git clone --branch)", kind=PinKind.LITERAL,
                                  literal=version))
@@ -732,6 +737,16 @@ def _line_offset(text: str, start: int, fragment: str) -> int:
             if needle in line:
                 return i
     return 0
+
+
+def _branch_offset(text: str, start: int, version: str) -> int:
+    """Which physical line, counted from ``start``, gives ``--branch`` its version (another
+    line of the command may install a package at the same version)."""
+    option = re.compile(rf"(?:^|\s)(?:-[\w-]*(?:=|\s+)?)?[\"']?v?{re.escape(version)}"
+                        r"(?![\w.+!-])")  # --branch v0.6.8, -bv0.6.8, or the word alone
+    lines = text.splitlines()[start - 1:start + 49]
+    found = (i for i, line in enumerate(lines) if option.search(line))
+    return next(found, _line_offset(text, start, version))
 
 
 def _dockerfile(path: str, text: str, scan: _Scan) -> None:
