@@ -544,6 +544,8 @@ def clone_version(command: str, repository: str) -> str | None:
     host, under any owner) checks out; None for another repository or a branch that is not a
     version (``flashinfer-bench`` is not ``flashinfer``; a folder named flashinfer is not the
     repository)."""
+    if "clone" not in command or repository.lower() not in command.lower():
+        return None
     words = _clone_words(command)
     if words is None:
         return None
@@ -601,6 +603,8 @@ def shell_assignments(line: str) -> list[tuple[str, str]]:
 _ENV = re.compile(r"\s*ENV\s+(?P<rest>.+)", re.IGNORECASE)
 _RUN_SHELL = re.compile(r"\s*RUN\s+(?:--\S+\s+)*(?P<rest>[^\[\s].*)", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ENV_OLD = re.compile(r"\s*ENV\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s+[\"']?v?\d\S*\s*",
+                      re.IGNORECASE)  # ENV NAME value
 
 
 def _env_sets(rest: str) -> list[tuple[str, str]]:
@@ -613,15 +617,26 @@ def _env_sets(rest: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def dockerfile_sets(text: str) -> Iterator[tuple[int, str, str, str]]:
+# ``NAME=<digit>`` (also quoted, ``v``-prefixed or a ``${X:-default}``): a line that may set
+# a version; only such a line, setting a variable of interest, is lexed
+_SETS_VERSION = re.compile(r"(?<![\w$])(?P<name>[A-Za-z_][A-Za-z0-9_]*)=[\"']?"
+                           r"(?:\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=][\"']?)?v?\d")
+
+
+def _may_set(line: str, wanted: Callable[[str], bool]) -> bool:
+    return any(wanted(m.group("name")) for m in _SETS_VERSION.finditer(line))
+
+
+def dockerfile_sets(text: str, wanted: Callable[[str], bool] = lambda name: True
+                    ) -> Iterator[tuple[int, str, str, str]]:
     """(first line, instruction, name, value) of each variable an ``ENV`` sets, or the shell
-    of a ``RUN`` sets (``RUN FLASHINFER_VERSION=0.6.8 && pip install ...``)."""
+    of a ``RUN`` sets (``RUN FLASHINFER_VERSION=0.6.8 && pip install ...``); a line setting no
+    ``wanted`` name to a version is not lexed."""
     for start, line in _logical_commands(text):
-        if not re.search(r"[=\-\s][\"']?v?\d", line):
-            continue
-        if env := _ENV.fullmatch(line):
+        if (env := _ENV.fullmatch(line)) and (_may_set(line, wanted) or (
+                (old := _ENV_OLD.fullmatch(line)) and wanted(old.group("name")))):
             yield from ((start, "ENV", n, v) for n, v in _env_sets(env.group("rest")))
-        elif run := _RUN_SHELL.fullmatch(line):
+        elif (run := _RUN_SHELL.fullmatch(line)) and _may_set(line, wanted):
             yield from ((start, "RUN", n, v) for n, v in shell_assignments(run.group("rest")))
 
 
@@ -658,7 +673,9 @@ class _Commands:
     lines: list[tuple[int, str]]
 
 
-def _logical_commands(text: str) -> list[tuple[int, str]]:
+@functools.lru_cache(maxsize=8)  # a file's installs, then its variables: one pass
+def _logical_commands(text: str) -> tuple[tuple[int, str], ...]:
+    """(first line, logical line) of a Dockerfile or script, continuations joined."""
     out: list[tuple[int, str]] = []
     pending, start = "", 0
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -674,7 +691,7 @@ def _logical_commands(text: str) -> list[tuple[int, str]]:
         pending = ""
     if pending:
         out.append((start, pending))
-    return out
+    return tuple(out)
 
 
 @dataclass
@@ -775,7 +792,10 @@ def _dockerfile(path: str, text: str, scan: _Scan) -> None:
 def _dockerfile_variables(path: str, text: str, scan: _Scan, fed: Mapping[str, list[int]]
                           ) -> None:
     """Versions set by ``ENV`` or by a ``RUN``'s shell: pins like an ``ARG`` default's."""
-    for start, op, name, value in dockerfile_sets(text):
+    def wanted(name: str) -> bool:
+        return name in fed or tied_package(name, scan.names, scan.lead) is not None
+
+    for start, op, name, value in dockerfile_sets(text, wanted):
         if _is_version(value):
             used = scan.args.get(name, set()) if name in fed else set()
             _shell_pin(path, text, scan, start, name, value.lstrip("v"), used,
@@ -789,8 +809,11 @@ def _shell(path: str, text: str, scan: _Scan) -> None:
     before = {k: set(v) for k, v in scan.args.items()}
     fed = _installs(path, text, scan, section="shell")
     mine = {name: scan.args[name] - before.get(name, set()) or scan.args[name] for name in fed}
+    def wanted(name: str) -> bool:
+        return name in mine or tied_package(name, scan.names, scan.lead) is not None
+
     for start, line in _logical_commands(text):
-        if not re.search(r"[=-][\"']?v?\d", line):  # no version is set here: not lexed
+        if not _may_set(line, wanted):  # no version of interest is set here: not lexed
             continue
         for name, value in shell_assignments(line):
             if _is_version(value):
@@ -803,6 +826,8 @@ def _shell_pin(path: str, text: str, scan: _Scan, start: int, name: str, value: 
     """``name=value`` set on the logical line at ``start``: a pin of the packages the file
     installs with it, else of the package its name says, on the physical line setting it."""
     packages = used or ({p} if (p := tied_package(name, scan.names, scan.lead)) else set())
+    if not packages:
+        return
     assignment = re.compile(rf"(?<![\w$]){re.escape(name)}=")
     lines = text.splitlines()[start - 1:start + 49]
     number = start + next((i for i, line in enumerate(lines) if assignment.search(line)), 0)
