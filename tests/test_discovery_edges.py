@@ -13,11 +13,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.adapters.tree import discover
 from bot.cli import main
 from bot.core.config import BUILTIN_GROUPS
 from bot.core.discovery import Target, find_pins, read_requirements
+from bot.core.edits import edit_requirements
 from servers import PypiServer
 
 NAMES = set(BUILTIN_GROUPS["flashinfer"].members)
@@ -423,3 +426,27 @@ def test_apply_leaves_setup_cfg_metadata_alone(
     assert doc["unchanged"] == []  # the project's own name is no unversioned pin of the lead
     apply(capsys, repo, pypi.url)
     assert (repo / "setup.cfg").read_text() == cfg.replace("cubin==0.6.8.post1", "cubin==0.6.11")
+
+
+# -- a property: whatever pip options follow a requirement, the pin is the requirement alone --
+PIP_OPTIONS = st.sampled_from([
+    "-C key=value", "-Ckey=value", "--config-settings=key=value", "--config-settings key=v",
+    "--conf k=v", "-C 'k=--hash=x'", '-C "a b=c"', "--hash=" + HASH, "--hash " + HASH,
+    "--ha=" + HASH, "--h " + HASH])
+
+
+@settings(max_examples=150, deadline=2000, database=None)
+@given(name=st.sampled_from(["flashinfer-python", "Flashinfer_Cubin", "nvidia-cutlass-dsl"]),
+       extras=st.sampled_from(["", "[cu13]"]),
+       marker=st.sampled_from(["", " ; python_version >= '3.10'"]),
+       options=st.lists(PIP_OPTIONS, max_size=3), continued=st.booleans())
+def test_any_pip_options_after_a_requirement_leave_it_and_stay_on_apply(
+        name: str, extras: str, marker: str, options: list[str], continued: bool) -> None:
+    requirement = f"{name}{extras}==0.6.8.post1{marker}"
+    tail = "".join((" \\\n    " if continued else " ") + o for o in options)
+    text = f"torch\n{requirement}{tail}\n"
+    [pin] = read_requirements(text, "requirements.txt", NAMES).pins
+    hashed = any(o.startswith(("--hash", "--ha=", "--h ")) for o in options)
+    assert (pin.line, pin.requirement, bool(pin.frozen)) == (2, requirement, hashed)
+    edit = edit_requirements("requirements.txt", text, [(pin, "==0.6.11")])
+    assert edit.new == text.replace("==0.6.8.post1", "==0.6.11", 1)
