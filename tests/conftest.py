@@ -38,6 +38,16 @@ def _isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_github_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GitHub calls are retried at once: the backoff between retries (0.5 s doubled each time,
+    15 s over five retries) paces production, it is no behaviour a test checks; the bounded
+    retries, Retry-After and the rate-limit reset are still honoured."""
+    import bot.adapters.github
+
+    monkeypatch.setattr(bot.adapters.github, "RETRY_BACKOFF", 0.0)
+
+
+@pytest.fixture(autouse=True)
 def _no_flashinfer_host(monkeypatch: pytest.MonkeyPatch) -> None:
     """Offline tests never reach https://flashinfer.ai: its indexes are off unless a test
     serves an emulation of them (then it sets PINBUMP_FLASHINFER_WHL to that server)."""

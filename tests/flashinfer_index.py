@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import html
 import http.server
-import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from servers import QuietServer
+from servers import QuietServer, serve
 from wheels import build_wheel, metadata_of
 
 OLD = datetime.now(timezone.utc) - timedelta(days=60)
@@ -130,8 +129,7 @@ def flashinfer_index(root: Path) -> Iterator[FlashInferIndex]:
                         {"request_queue_size": 128})  # pages and metadata are read at once
     server = server_class(("127.0.0.1", 0), partial(handler, directory=str(root)))
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve(server)
     index = FlashInferIndex(root=root, base=f"http://127.0.0.1:{server.server_address[1]}",
                             handler=handler)
     try:

@@ -9,6 +9,7 @@ come from a real bare git repository: the remote the bot pushes to.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from graphql import build_schema, graphql_sync, parse, validate
+from graphql import GraphQLSchema, build_schema, graphql_sync, parse, validate
 from openapi_core import OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
 
@@ -31,6 +32,14 @@ SPEC_PATH = Path(__file__).parent / "openapi" / "github-subset.json"
 GRAPHQL_PATH = Path(__file__).parent / "graphql" / "github-subset.graphql"
 BOT = "pinbump-bot"
 API = "https://api.github.com"
+
+
+@functools.cache
+def _descriptions() -> tuple[dict[str, Any], OpenAPI, GraphQLSchema]:
+    """GitHub's OpenAPI description (checked once: ~0.4 s) and GraphQL schema, read-only and
+    shared by every emulator of the session."""
+    spec = json.loads(SPEC_PATH.read_text())
+    return spec, OpenAPI.from_dict(spec), build_schema(GRAPHQL_PATH.read_text())
 
 
 def now() -> str:
@@ -146,14 +155,12 @@ class GitHubEmulator(ThreadingHTTPServer):
 
     def __init__(self, owner: str, name: str, bare: Path, token: str) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.spec_json = json.loads(SPEC_PATH.read_text())
-        self.openapi = OpenAPI.from_dict(self.spec_json)
+        self.spec_json, self.openapi, self.gql_schema = _descriptions()
         self.factory = SchemaFactory(self.spec_json)
         self.state = State(owner, name, bare)
         self.token = token
         self.accounts: dict[str, Account] = {token: Account(BOT)}
         self.emails: dict[str, str] = {}  # commit email -> linked login
-        self.gql_schema = build_schema(GRAPHQL_PATH.read_text())
         self.gql_log: list[dict[str, Any]] = []
         self.lock = threading.RLock()
         self.violations: list[str] = []
@@ -360,6 +367,10 @@ class EmulatedApp:
 class _Handler(BaseHTTPRequestHandler):
     server: GitHubEmulator
     protocol_version = "HTTP/1.1"
+    # The head and the body go out in two writes on a kept-alive connection: without
+    # TCP_NODELAY (as api.github.com sets), Nagle holds the body until the client's delayed
+    # ACK, ~40 ms an answer.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args: object) -> None:
         pass

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import socket
+import socketserver
 import subprocess
 import sys
 import threading
@@ -20,6 +21,18 @@ from datetime import datetime
 from pathlib import Path
 
 from wheels import build_wheel, metadata_of
+
+# How soon a loopback server's loop sees shutdown(): socketserver polls for it every 0.5 s by
+# default, and every test that stops a server waited that out at its teardown.
+POLL_INTERVAL = 0.02
+
+
+def serve(server: socketserver.BaseServer) -> threading.Thread:
+    """Run ``server`` in a daemon thread; its ``shutdown()`` returns within POLL_INTERVAL."""
+    thread = threading.Thread(target=server.serve_forever,
+                              kwargs={"poll_interval": POLL_INTERVAL}, daemon=True)
+    thread.start()
+    return thread
 
 
 def free_port() -> int:
@@ -222,8 +235,7 @@ class FaultServer(QuietServer):
 @contextmanager
 def fault_server(upstream: str, mode: str, **kwargs: object) -> Iterator[FaultServer]:
     srv = FaultServer(upstream, mode, **kwargs)  # type: ignore[arg-type]
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
+    serve(srv)
     try:
         yield srv
     finally:
@@ -250,6 +262,9 @@ class Route:
 class _HostileHandler(http.server.BaseHTTPRequestHandler):
     server: HostileIndex
     protocol_version = "HTTP/1.1"
+    # The head and the body go out in two writes on a kept-alive connection: without
+    # TCP_NODELAY, Nagle holds the body until the client's delayed ACK (~40 ms an answer).
+    disable_nagle_algorithm = True
 
     def do_GET(self) -> None:
         srv = self.server
@@ -376,8 +391,7 @@ class HostileIndex(QuietServer):
 @contextmanager
 def hostile_index(root: Path) -> Iterator[HostileIndex]:
     srv = HostileIndex(root)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
+    serve(srv)
     try:
         yield srv
     finally:

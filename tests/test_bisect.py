@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from threading import Thread
 
 import pytest
 import tomlkit
@@ -29,7 +28,7 @@ from bot.core.bisect import (
 from bot.errors import InputError
 from github_emulator import GitHubEmulator
 from gpu_stubs import flashinfer_wheels, simple_index, stub_suite
-from servers import static_index
+from servers import serve, static_index
 
 VERSIONS = ["0.6.8.post1", "0.6.9", "0.6.10", "0.6.10.post1", "0.6.11", "0.6.12", "0.6.13"]
 TEST = "test_allreduce::test_residual_rmsnorm_all_gpus[bfloat16-auto]"
@@ -164,7 +163,7 @@ def test_bisect_end_to_end_installs_each_step_and_comments_on_the_bot_pr(
         monkeypatch: pytest.MonkeyPatch) -> None:
     versions = ["0.6.8.post1", "0.6.9", "0.6.10", "0.6.10.post1", "0.6.11"]
     emu = GitHubEmulator("acme", "serving", tmp_path, TOKEN)
-    Thread(target=emu.serve_forever, daemon=True).start()
+    serve(emu)
     pr = emu.new_item(True, title="Bump flashinfer to 0.6.11", head="pinbump/flashinfer-0.6.11",
                       base="main")
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)

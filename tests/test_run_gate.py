@@ -7,7 +7,6 @@ import json
 import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from threading import Thread
 
 import cmarkgfm
 import jsonschema
@@ -18,7 +17,7 @@ from bot.cli import main
 from bot.render.jsonout import schema
 from github_emulator import GitHubEmulator
 from reads import count_reads
-from servers import PypiServer
+from servers import PypiServer, serve
 from test_apply import TREE
 
 TOKEN = "ghp_testtoken_0123456789abcdef"
@@ -80,7 +79,7 @@ class World:
             "commit", "--quiet", "-m", "init")
         git(self.checkout, "push", "--quiet", "origin", "HEAD:main")
         self.emu = GitHubEmulator("acme", "serving", self.bare, TOKEN)
-        Thread(target=self.emu.serve_forever, daemon=True).start()
+        serve(self.emu)
         self.cache = tmp / "cache"
 
     def run(self, *extra: str) -> int:

@@ -21,6 +21,9 @@ from bot.core.release_notes import Release
 from bot.errors import GitHubError, InputError
 
 DEFAULT_API = "https://api.github.com"
+# Seconds before the first retry of a failed call (a dropped connection, a 5xx); urllib3 doubles
+# it for each further retry: 0, 1, 2, 4 and 8 s over five. Rate limits wait as GitHub says.
+RETRY_BACKOFF = 0.5
 
 
 def check_api_url(url: str) -> str:
@@ -144,7 +147,8 @@ class GitHub:
         self._repo_name = repo
         deadline = None if budget is None else time.monotonic() + budget
         retry = _budget_retry(deadline, total=retries, secondary_rate_wait=secondary_wait,
-                              max_rate_limit_wait=max_rate_limit_wait, backoff_factor=0.5)
+                              max_rate_limit_wait=max_rate_limit_wait,
+                              backoff_factor=RETRY_BACKOFF)
         self._gh = Github(base_url=base_url, auth=Auth.Token(token), timeout=timeout,
                           retry=retry, per_page=100, seconds_between_writes=write_interval,
                           seconds_between_requests=write_interval / 4)
