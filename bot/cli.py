@@ -116,14 +116,19 @@ def _plan_commands(sub: Any) -> None:
     drift.set_defaults(handler=cmd_drift)
 
 
+def add_push_options(p: Any) -> None:
+    """The branch the bot PR targets and the remote it is pushed to (run, command)."""
+    p.add_argument("--base", default="main", help="base branch (default: main)")
+    p.add_argument("--remote", default="origin", help="git remote to push to")
+
+
 def _github_commands(sub: Any) -> None:
     """run, gate: the bot PR on GitHub."""
     run = sub.add_parser("run", help="plan, apply and drift, then open or update the bot PR, "
                                       "dispatch the GPU gate and keep the dashboard")
     add_plan_options(run)
     add_github_options(run)
-    run.add_argument("--base", default="main", help="base branch (default: main)")
-    run.add_argument("--remote", default="origin", help="git remote to push to")
+    add_push_options(run)
     run.add_argument("--dry-run", action="store_true",
                      help="compute the branch and PR body; push and call GitHub for nothing")
     run.add_argument("--print-body", action="store_true", help="print the PR body")
@@ -151,8 +156,7 @@ def _github_commands(sub: Any) -> None:
                                               "comment, or the boxes ticked on the dashboard")
     add_plan_options(command)
     add_github_options(command)
-    command.add_argument("--base", default="main", help="base branch (default: main)")
-    command.add_argument("--remote", default="origin", help="git remote to push to")
+    add_push_options(command)
     which = command.add_mutually_exclusive_group(required=True)
     which.add_argument("--comment-id", type=int, help="the issue comment holding the command")
     which.add_argument("--dashboard", action="store_true",

@@ -10,8 +10,10 @@ a loader that looks for AOT modules where the jit-cache package does not put the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from servers import StaticIndex
 from wheels import build_wheel
 
 FLASHINFER = '''\
@@ -150,3 +152,29 @@ def simple_index(root: Path, base: str, wheels: list[Path]) -> None:
             f'<a href="{base}/packages/{f.name}#sha256='
             f'{hashlib.sha256(f.read_bytes()).hexdigest()}">{f.name}</a>\n' for f in files)
         (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>")
+
+
+def serve_trio(root: Path, base: str) -> None:
+    """/pypi: flashinfer-python and flashinfer-cubin; /whl/cu130: flashinfer-jit-cache (and a
+    decoy flashinfer-python that must never be installed from there)."""
+    tmp = root / "build"
+    good = flashinfer_wheels(tmp / "0.6.8.post1", "0.6.8.post1")
+    buggy = flashinfer_wheels(tmp / "0.6.11", "0.6.11", aot_layout="aot/{name}.so")
+    decoy = flashinfer_wheels(tmp / "decoy", "0.6.11", aot_layout="decoy/{name}.so")
+    simple_index(root / "pypi", f"{base}/pypi", [good[0], good[1], buggy[0], buggy[1]])
+    simple_index(root / "whl" / "cu130", f"{base}/whl/cu130", [good[2], buggy[2], decoy[0]])
+
+
+def install_plan(tmp_path: Path, srv: StaticIndex, versions: tuple[str, str]) -> Path:
+    """``gpu-gate --install``'s file for the trio ``serve_trio`` serves on ``srv``: baseline
+    and candidate at ``versions``, each package from the index it is deployed from."""
+    pypi, whl = f"{srv.base}/pypi", f"{srv.base}/whl/cu130"
+
+    def side(version: str) -> list[dict[str, object]]:
+        return [{"package": "flashinfer-python", "version": version, "index_urls": [pypi]},
+                {"package": "flashinfer-cubin", "version": version, "index_urls": [pypi]},
+                {"package": "flashinfer-jit-cache", "version": version, "index_urls": [whl]}]
+
+    plan = tmp_path / "install.json"
+    plan.write_text(json.dumps({"baseline": side(versions[0]), "candidate": side(versions[1])}))
+    return plan

@@ -13,7 +13,7 @@ import pytest
 from bot.cli import main
 from bot.core.artifacts import account, install_spec, parse_install_list, pip_install_args
 from bot.errors import InputError
-from gpu_stubs import flashinfer_wheels, simple_index, stub_suite
+from gpu_stubs import install_plan, serve_trio, stub_suite
 from servers import static_index
 
 REPO = Path(__file__).resolve().parents[1]
@@ -226,35 +226,14 @@ def test_artifact_account(deployed: tuple[str, ...], site: list[str], workspace:
     assert report.jit_built == jit
 
 
-def _serve_trio(root: Path, base: str) -> None:
-    """/pypi: flashinfer-python and flashinfer-cubin; /whl/cu130: flashinfer-jit-cache (and a
-    decoy flashinfer-python that must never be installed from there)."""
-    tmp = root / "build"
-    good = flashinfer_wheels(tmp / "0.6.8.post1", "0.6.8.post1")
-    buggy = flashinfer_wheels(tmp / "0.6.11", "0.6.11", aot_layout="aot/{name}.so")
-    decoy = flashinfer_wheels(tmp / "decoy", "0.6.11", aot_layout="decoy/{name}.so")
-    simple_index(root / "pypi", f"{base}/pypi", [good[0], good[1], buggy[0], buggy[1]])
-    simple_index(root / "whl" / "cu130", f"{base}/whl/cu130", [good[2], buggy[2], decoy[0]])
-
-
 def test_install_as_deployed_and_account_for_each_kernel(tmp_path: Path) -> None:
     """Both sides install the trio from the plan's per-package indexes on a loopback server;
     the baseline loads its norm module from flashinfer-jit-cache and its cubin from
     flashinfer-cubin; the candidate's loader misses the jit-cache layout, so its norm module is
     JIT-built on the runner although the package ships it: the gate fails and says so."""
     with static_index(tmp_path / "srv") as srv:
-        _serve_trio(srv.root, srv.base)
-        pypi, whl = f"{srv.base}/pypi", f"{srv.base}/whl/cu130"
-
-        def side(version: str) -> list[dict[str, object]]:
-            return [{"package": "flashinfer-python", "version": version, "index_urls": [pypi]},
-                    {"package": "flashinfer-cubin", "version": version, "index_urls": [pypi]},
-                    {"package": "flashinfer-jit-cache", "version": version,
-                     "index_urls": [whl]}]
-
-        plan = tmp_path / "install.json"
-        plan.write_text(json.dumps({"baseline": side("0.6.8.post1"),
-                                    "candidate": side("0.6.11")}))
+        serve_trio(srv.root, srv.base)
+        plan = install_plan(tmp_path, srv, ("0.6.8.post1", "0.6.11"))
         out = tmp_path / "out"
         code = main(["gpu-gate", "--install", str(plan), "--out", str(out), "--no-perf",
                      "--tests", str(stub_suite(tmp_path / "suite"))])

@@ -10,13 +10,12 @@ import jsonschema
 import pytest
 from test_bisect import SUITE as BISECT_SUITE
 from test_gpu_gate import FUSED_PERF, PERF_WORKER
-from test_gpu_gate import _serve_trio as serve_trio
 from test_gpu_gate import _sites as gate_sites
 from test_run_gate import REQUIRED, TOKEN, World, api
 
 from bot.cli import build_parser, main
 from bot.render.jsonout import SCHEMAS, schema, to_json
-from gpu_stubs import flashinfer_wheels, simple_index, stub_suite
+from gpu_stubs import flashinfer_wheels, install_plan, serve_trio, simple_index, stub_suite
 from servers import PypiServer, static_index
 from test_apply import publish, write_tree
 from test_drift import publish as publish_kernel
@@ -157,16 +156,7 @@ def test_gpu_gate_prints_gate_json(tmp_path: Path, capsys: pytest.CaptureFixture
     and nothing else."""
     with static_index(tmp_path / "srv") as srv:
         serve_trio(srv.root, srv.base)
-        pypi, whl = f"{srv.base}/pypi", f"{srv.base}/whl/cu130"
-
-        def side(version: str) -> list[dict[str, object]]:
-            return [{"package": "flashinfer-python", "version": version, "index_urls": [pypi]},
-                    {"package": "flashinfer-jit-cache", "version": version,
-                     "index_urls": [whl]}]
-
-        plan = tmp_path / "install.json"
-        plan.write_text(json.dumps({"baseline": side("0.6.8.post1"),
-                                    "candidate": side("0.6.11")}))
+        plan = install_plan(tmp_path, srv, ("0.6.8.post1", "0.6.11"))
         out = tmp_path / "out"
         code = main(["gpu-gate", "--install", str(plan), "--out", str(out), "--no-perf",
                      "--tests", str(stub_suite(tmp_path / "suite")), "--json"])
