@@ -20,7 +20,7 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
@@ -464,7 +464,10 @@ def _serve_one(request: tuple[Any, ...], held: dict[str, Any], requests: BinaryI
         return reach.defining(lost, half=half)
     if step == "load":
         file, src, modules, cache_dir, give = args
-        held["loaded"] = loaded = _built(file, cache_dir, modules, src)
+        loaded = _built(file, cache_dir, modules, src)  # its condensed API is in the cache
+        # griffe's finder needs the trees, not the condensed APIs: those are dropped
+        held["loaded"] = loaded = replace(loaded, api=ApiIndex(loaded.api.package,
+                                                               loaded.api.version))
         return pickle.dumps(loaded, protocol=pickle.HIGHEST_PROTOCOL) if give else None
     if step == "breakages":  # the old version follows, read from the stream (never whole)
         (cache_dir,) = args
