@@ -115,6 +115,30 @@ def test_members_read_through_ranges_equal_the_archive(tmp_path: Path) -> None:
         assert found == {n: zf.read(n) for n in zf.namelist() if is_source(n)}
 
 
+def test_neighbouring_members_are_read_in_requests_of_bounded_size(tmp_path: Path) -> None:
+    """Neighbours are merged into one request up to ``max_span`` bytes (an answer is held
+    twice while it is read), each range asked once, the members the archive's."""
+    rng = random.Random(11)
+    files = {f"kernelpkg/m{i:02d}.py": "".join(rng.choices("abcdefgh\n", k=60_000))
+             for i in range(30)}
+    wheel = build_wheel(tmp_path, "kernel-pkg", "1.0", files=files)
+    found = {}
+    for span in (1 << 30, 256 * 1024):
+        remote = Remote(wheel.read_bytes())
+        found[span] = read_members_lazily(remote, "u", is_source, SOURCE_LIMITS, wheel.name,
+                                          max_span=span)
+        sizes = [int(r.split("-")[1]) - int(r.removeprefix("bytes=").split("-")[0]) + 1
+                 for r in remote.ranges if not r.startswith("bytes=-")]
+        assert len(set(remote.ranges)) == len(remote.ranges)
+        if span < len(remote.body):
+            assert len(sizes) > 1 and max(sizes) <= span
+        else:
+            assert len(sizes) == 1
+    with zipfile.ZipFile(wheel) as zf:
+        assert found[256 * 1024] == found[1 << 30] == {n: zf.read(n) for n in zf.namelist()
+                                                       if is_source(n)}
+
+
 def test_a_read_across_the_end_of_a_held_range_continues_where_it_stopped() -> None:
     body = bytes(range(256)) * 1024
     raw = RangeFile(Remote(body), "u")
