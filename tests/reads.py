@@ -55,9 +55,9 @@ def count_reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
 
     read_regular = bot.adapters.tree._read_regular
 
-    def counting_regular(path: Path, seen: os.stat_result, cap: int = bot.adapters.tree.MAX_BYTES
-                         ) -> bytes | None:
-        reads.files[str(path.resolve())] += 1  # the tree reader's own read of a file
+    def counting_regular(path: str | Path, seen: os.stat_result,
+                         cap: int = bot.adapters.tree.MAX_BYTES) -> bytes | None:
+        reads.files[os.path.realpath(path)] += 1  # the tree reader's own read of a file
         return read_regular(path, seen, cap)
 
     def counting_parse(*args: Any, **kwargs: Any) -> Any:

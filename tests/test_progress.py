@@ -34,7 +34,7 @@ def test_the_tree_counts_the_files_it_listed_then_read(
     assert counts == [500, 1000] and len(tree.paths) == 1234 and not tree.raw
     monkeypatch.setattr(bot.adapters.tree, "PARALLEL_FILES", 1 if parallel else 10**9)
     read: list[int] = []
-    tree.search(frozenset({b"x = 1"}), [], read.append)
+    tree.search(frozenset({b"x = 1"}), read.append)
     assert len(tree.raw) == 1234
     if parallel:  # a count as each worker's shard comes back
         assert read == sorted(read) and read[-1] == 1234

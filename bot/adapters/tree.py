@@ -44,7 +44,7 @@ def _why_not_text(data: bytes) -> str | None:
     return "contains NUL bytes" if b"\0" in data else None
 
 
-def read_file(path: Path, cap: int = MAX_BYTES) -> tuple[bytes | None, str]:
+def read_file(path: str | Path, cap: int = MAX_BYTES) -> tuple[bytes | None, str]:
     """(bytes, "") of a regular file of at most ``cap`` bytes, else (None, why it was not
     read; "" for a FIFO or a socket, which could hold no pin and whose reading could block).
     A link is never followed, and a file swapped after the ``lstat`` is not read."""
@@ -67,7 +67,8 @@ def _size(cap: int) -> str:
     return f"{cap // 2**20} MB" if cap >= 2**20 else f"{cap} bytes"
 
 
-def _read_regular(path: Path, seen: os.stat_result, cap: int = MAX_BYTES) -> bytes | None:
+def _read_regular(path: str | Path, seen: os.stat_result, cap: int = MAX_BYTES
+                  ) -> bytes | None:
     """The bytes of ``path`` if it is still the regular file ``seen`` (lstat) when opened:
     a file swapped for a link or a FIFO after the lstat is never followed or waited on."""
     try:
@@ -97,24 +98,24 @@ def _read_regular(path: Path, seen: os.stat_result, cap: int = MAX_BYTES) -> byt
 Look = tuple[str, bytes | str | None]
 
 
-def _look(path: Path, hold: bool | tuple[bytes, ...]) -> Look:
-    """Read ``path`` once; keep its bytes when ``hold`` is True or they hold a needle."""
+def _look(path: str, needles: tuple[bytes, ...] | None) -> Look:
+    """Read ``path`` once; keep its bytes when they hold a needle (always, with None)."""
     data, why = read_file(path)
     if data is None:
         return "not read", why
     not_text = _why_not_text(data)
     if not_text is not None:
         return "undecodable", not_text
-    if hold is True or (hold is not False and any(n in data for n in hold)):
+    if needles is None or any(n in data for n in needles):
         return "held", data
     return "dropped", None
 
 
-def _search_shard(root: Path, shard: list[tuple[str, bool]], needles: tuple[bytes, ...]
+def _search_shard(root: str, shard: list[str], needles: tuple[bytes, ...]
                   ) -> list[tuple[str, Look]]:
     """A worker's part of a search: what each file of ``shard`` came to (only the bytes of
     the files held travel back)."""
-    return [(rel, _look(root / rel, True if named else needles)) for rel, named in shard]
+    return [(rel, _look(os.path.join(root, rel), needles)) for rel in shard]
 
 
 def _fewest(needles: Iterable[bytes]) -> tuple[bytes, ...]:
@@ -181,37 +182,34 @@ class Tree:
 
     def read(self, paths: Iterable[str]) -> None:
         """Hold the text files among ``paths`` that are listed and not held yet."""
+        base = os.fspath(self.root)
         for rel in self._waiting(paths):
-            self._take(rel, _look(self.root / rel, True))
+            self._take(rel, _look(os.path.join(base, rel), None))
 
-    def search(self, needles: frozenset[bytes], named: Iterable[str],
-               counted: Counted | None = None) -> None:
-        """Hold every text file whose bytes hold one of ``needles``, and those ``named``.
-        The first search reads every file not read yet, once, holds those that hold a
-        needle and lets the others go; a later one for needles that one covered reads only
-        the files it names that are not held (none, for apply's and drift's). A later one
-        for other needles reads the files let go again: callers declare what they will ask
-        for (``Workspace.interest``) so that it stays rare."""
-        named = self._waiting(named)
+    def search(self, needles: frozenset[bytes], counted: Counted | None = None) -> None:
+        """Hold every text file whose bytes hold one of ``needles``. The first search reads
+        every file not read yet, once, holds those that hold a needle and lets the others
+        go; a later one for needles that one covered reads nothing. A later one for other
+        needles reads the files let go again: callers declare what they will ask for
+        (``Workspace.interest``) so that it stays rare."""
         if self._covered is not None and needles <= self._covered:
-            self.read(named)
             return
         covered = needles | (self._covered or frozenset())
         todo = [*self._unread, *sorted(self._dropped)]
-        nameset = set(named)
         fewest = _fewest(covered)
         size = sum(self.listed[p] for p in todo)
         if len(todo) >= PARALLEL_FILES or size >= PARALLEL_BYTES:
-            self._search_in_workers(todo, nameset, fewest, counted)
+            self._search_in_workers(todo, fewest, counted)
         else:
+            base = os.fspath(self.root)
             for i, rel in enumerate(todo, start=1):
-                self._take(rel, _look(self.root / rel, True if rel in nameset else fewest))
+                self._take(rel, _look(os.path.join(base, rel), fewest))
                 if counted is not None and i % 500 == 0:
                     counted(i)
         self._covered = covered
 
-    def _search_in_workers(self, todo: list[str], named: set[str],
-                           needles: tuple[bytes, ...], counted: Counted | None) -> None:
+    def _search_in_workers(self, todo: list[str], needles: tuple[bytes, ...],
+                           counted: Counted | None) -> None:
         """The search in worker processes, one per core, forked from this small process
         (the tree is not held yet): each reads a shard of paths, largest files dealt first
         round-robin so that shards cost alike."""
@@ -219,17 +217,17 @@ class Tree:
 
         from bot.adapters.scancache import workers_for
 
+        base = os.fspath(self.root)
         workers = workers_for(len(todo), 1)
         if not workers:
             for rel in todo:
-                self._take(rel, _look(self.root / rel, True if rel in named else needles))
+                self._take(rel, _look(os.path.join(base, rel), needles))
             return
         by_size = sorted(todo, key=lambda p: -self.listed[p])
-        shards = [[(p, p in named) for p in by_size[i::workers * 4]]
-                  for i in range(workers * 4)]
+        shards = [by_size[i::workers * 4] for i in range(workers * 4)]
         done = 0
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_search_shard, self.root, shard, needles)
+            futures = [pool.submit(_search_shard, base, shard, needles)
                        for shard in shards if shard]
             for future in as_completed(futures):
                 looks = future.result()

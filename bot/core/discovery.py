@@ -1014,17 +1014,20 @@ _PIN_KINDS = tuple(FileKind)
 def find_pins(root: Path, files: Mapping[str, str], names: set[str],
               undecodable: Mapping[str, str] = MappingProxyType({}),
               pyprojects: Sequence[PyProject] | None = None, *, lead: str = "",
-              skipped: Iterable[tuple[str, str]] = (), also: Iterable[str] = ()) -> Target:
+              skipped: Iterable[tuple[str, str]] = (), also: Iterable[str] = (),
+              includes: Iterable[str] | None = None) -> Target:
     """The pins of ``names`` in the tree ``files`` (relative path -> text); ``pyprojects``
-    are the already parsed pyproject files, when the caller has them. Files that may hold a
-    pin and could not be read (``undecodable``, ``skipped``) are listed in the target."""
+    are the already parsed pyproject files, and ``includes`` the files named by -r/-c
+    (``includes_of``), when the caller has them. Files that may hold a pin and could not be
+    read (``undecodable``, ``skipped``) are listed in the target."""
     parsed = {p.path: p for p in (pyprojects if pyprojects is not None
                                   else read_pyprojects(files, undecodable))}
     _check_text(undecodable)
     lead = lead or ("flashinfer-python" if "flashinfer-python" in names
                     else next(iter(sorted(names)), ""))
     state = _Scan(names=names, lead=lead)
-    includes = includes_of(files, names) | set(also)  # `files` globs: requirements format
+    includes = (includes_of(files, names) if includes is None else set(includes)) | set(also)
+    # `also`: the config's `files` globs, read in the requirements format
     chosen = pin_files(files, _PIN_KINDS) + sorted(
         p for p in includes if p in files and file_kind(p) != FileKind.REQUIREMENTS)
     for rel in chosen:

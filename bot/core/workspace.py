@@ -65,10 +65,9 @@ class Source(Protocol):
     def read(self, paths: Iterable[str]) -> None:
         """Hold the text files among ``paths`` (each read at most once while held)."""
 
-    def search(self, needles: frozenset[bytes], named: Iterable[str],
-               counted: Counted | None = None) -> None:
-        """Hold every text file whose bytes hold one of ``needles``, and those ``named``:
-        the files not read yet are read once; the others are dropped again."""
+    def search(self, needles: frozenset[bytes], counted: Counted | None = None) -> None:
+        """Hold every text file whose bytes hold one of ``needles``: the files not read yet
+        are read once; those holding none are let go again."""
 
 
 class HeldFiles:
@@ -98,8 +97,7 @@ class HeldFiles:
     def read(self, paths: Iterable[str]) -> None:
         pass
 
-    def search(self, needles: frozenset[bytes], named: Iterable[str],
-               counted: Counted | None = None) -> None:
+    def search(self, needles: frozenset[bytes], counted: Counted | None = None) -> None:
         pass
 
 
@@ -170,13 +168,13 @@ class Workspace:
     def holding(self, needles: Iterable[bytes],
                 keep: Callable[[str], bool] = lambda _path: False,
                 counted: Counted | None = None) -> dict[str, str]:
-        """The text files holding one of ``needles`` (byte search), or named by ``keep``. The
-        first search of a command reads the files not read yet, once, and holds those that
-        hold a needle or one of ``interest``; a later one whose needles that covers reads
-        nothing more (see ``Tree.search``)."""
+        """The text files holding one of ``needles`` (byte search), or named by ``keep``
+        among those read up front (the files that may hold a pin, the config, the files
+        they include: apply's pin files and Dockerfiles are). The first search of a command
+        reads the files not read yet, once, and holds those that hold a needle or one of
+        ``interest``; a later one whose needles that covers reads nothing (``Tree.search``)."""
         wanted = frozenset(needles)
-        named = [p for p in self.source.paths if p not in self.source.raw and keep(p)]
-        self.source.search(wanted | self.interest, named, counted)
+        self.source.search(wanted | self.interest, counted)
         return holding(self.source.raw, wanted, keep)
 
 
@@ -210,11 +208,13 @@ def build_workspace(root: Path, source: Source, overrides: Mapping[str, Any]) ->
     names = config_names(policy)
     globbed = _globbed(source.paths, policy)
     pin_files = files if not policy.exclude else _excluded(files, policy.exclude)
-    source.read([*sorted(includes_of(pin_files, names)), *globbed])  # named: read now
+    includes = includes_of(pin_files, names)  # only pin files name them: all read already
+    source.read([*sorted(includes), *globbed])  # named: read now
     pin_files = files if not policy.exclude else _excluded(files, policy.exclude)
     also = [p for p in globbed if p in pin_files or p in undecodable]  # not UTF-8: listed
     target = find_pins(root, pin_files, names, undecodable, pyprojects,
-                       lead=policy.active_group.lead, skipped=source.skipped, also=also)
+                       lead=policy.active_group.lead, skipped=source.skipped, also=also,
+                       includes=includes)
     env = Environment.for_target(target.requires_python(policy.active_group.lead),
                                  policy.python, policy.platforms)
     return Workspace(root=root, source=source, target=target, policy=policy, env=env,
