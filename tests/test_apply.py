@@ -305,3 +305,44 @@ def test_version_checks_found_in_worker_processes_match_one_process(
         code, _, err = apply(capsys, repo, pypi.url, "--dry-run")
         errors.append((code, err))
     assert errors[0] == errors[1] and errors[0][0] == 2, errors
+
+
+def test_check_before_write_neither_waits_on_a_fifo_nor_follows_a_link(tmp_path: Path) -> None:
+    """A file swapped for a FIFO between the read and the write is not waited on, and one
+    swapped for a link to a copy of its bytes is not taken for the file read: both are
+    changed on disk, nothing is written."""
+    import os
+    import threading
+
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"old b\n")
+    for swap, name in ((lambda p: os.mkfifo(p), "fifo"), (lambda p: p.symlink_to(outside),
+                                                          "link")):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "a.txt").write_bytes(b"old a\n")
+        (root / "b.txt").write_bytes(b"old b\n")
+        originals = {"a.txt": b"old a\n", "b.txt": b"old b\n"}
+        (root / "b.txt").unlink()
+        swap(root / "b.txt")
+        raised: list[BaseException] = []
+
+        def write(root: Path = root, originals: dict[str, bytes] = originals,
+                  raised: list[BaseException] = raised) -> None:
+            try:
+                write_all(root, {"a.txt": b"new a\n", "b.txt": b"new b\n"}, originals)
+            except BaseException as exc:  # looked at below
+                raised.append(exc)
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        writer.join(10)
+        if writer.is_alive():
+            with open(root / "b.txt", "wb"):  # unblock the writer before failing
+                pass
+            pytest.fail(f"write_all blocked on a {name}")
+        assert len(raised) == 1 and isinstance(raised[0], WriteError), raised
+        assert str(raised[0]).startswith("b.txt: changed on disk since it was read")
+        assert (root / "a.txt").read_bytes() == b"old a\n"
+        assert outside.read_bytes() == b"old b\n"
+        assert sorted(p.name for p in root.iterdir()) == ["a.txt", "b.txt"]

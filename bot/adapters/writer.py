@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.tree import read_file
+from bot.adapters.tree import MAX_BYTES, read_file
 from bot.errors import LockTimeout, WriteError
 
 TEMP_MARK = ".pinbump-"
@@ -267,12 +267,16 @@ def write_all(root: Path, new: Mapping[str, bytes], originals: Mapping[str, byte
     modes: dict[str, int] = {}
     for rel in paths:
         path = root / rel
+        # the tree reader's own read: a file swapped for a FIFO is not waited on, one
+        # swapped for a link (to a copy of its bytes) is not followed: both have changed
+        current, why = read_file(path, max(MAX_BYTES, len(originals[rel])))
         try:
-            current = path.read_bytes()
-            st = path.stat()
+            if why.startswith("cannot read"):  # "cannot read (why)"
+                raise OSError(why.removeprefix("cannot read (").removesuffix(")"))
+            st = os.lstat(path)
         except OSError as exc:
-            raise WriteError(f"{rel}: cannot read before writing ({exc.strerror}); nothing "
-                             "was written") from None
+            raise WriteError(f"{rel}: cannot read before writing ({exc.strerror or exc}); "
+                             "nothing was written") from None
         if current != originals[rel]:
             raise WriteError(f"{rel}: changed on disk since it was read; nothing was written. "
                              "Run again on the current tree")
