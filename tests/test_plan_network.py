@@ -246,3 +246,19 @@ def test_reads_nobody_waits_for_do_not_hold_the_command_open(index: HostileIndex
     with planned(opts):
         pass
     assert readers and all(t.daemon for t in readers)
+
+
+def test_a_redirect_to_an_unreachable_host_does_not_mark_the_first_host(tmp_path: Path
+                                                                        ) -> None:
+    """An index answering one URL with a redirect to a host that cannot be connected to (a
+    file store that is down) is itself reachable: its other URLs are still asked for."""
+    with hostile_index(tmp_path / "index") as srv:
+        from servers import Route
+
+        gone = f"http://127.0.0.1:{closed_port()}/files/x.whl"
+        srv.routes["/moved/"] = Route(b"", status=302, headers={"Location": gone})
+        srv.routes["/fast/"] = Route(b"ok")
+        with HttpClient(retries=1, backoff=0.0) as http:
+            with pytest.raises(IndexError_, match="cannot connect"):
+                http.request("GET", f"{srv.base}/moved/")
+            assert http.request("GET", f"{srv.base}/fast/").content == b"ok"

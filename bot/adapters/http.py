@@ -89,6 +89,16 @@ class _UnknownHost(Exception):
         self.why = why
 
 
+def _failed_here(exc: httpx.RequestError, url: str) -> bool:
+    """Whether ``exc`` came from ``url``'s own host, not from one a redirect led to (only
+    that host is found unreachable by it)."""
+    try:
+        failed = str(exc.request.url)
+    except RuntimeError:  # no request attached: it can only be the one sent
+        return True
+    return origin(failed) == origin(url)
+
+
 # -- deadlines: every read and write of a request stops at its deadline ----------------------
 _deadline = threading.local()  # .at: time.monotonic() by which this thread's request ends
 
@@ -393,13 +403,19 @@ class HttpClient:
         try:
             return self._send(method, url, headers, auth, max_bytes, sink), ""
         except httpx.TimeoutException as exc:
-            return None, _NO_CONNECTION * isinstance(exc, httpx.ConnectTimeout) + "timed out"
+            here = _failed_here(exc, url)  # not a host a redirect led to
+            return None, _NO_CONNECTION * (here and isinstance(exc, httpx.ConnectTimeout)) \
+                + "timed out"
         except httpx.TransportError as exc:
             last = f"cannot connect ({type(exc).__name__}: {exc})"
+            here = _failed_here(exc, url)
             if _unknown_host(exc):  # asking again will not make the name resolve
-                raise _UnknownHost(f"{last}; the host name does not resolve: check the "
-                                   "index URL and your network") from None
-            return None, _NO_CONNECTION * isinstance(exc, httpx.ConnectError) + last
+                why = f"{last}; the host name does not resolve: check the index URL and " \
+                    "your network"
+                if not here:  # a redirect's host: the one asked is not given up on
+                    raise IndexError_(f"{redact(url)}: {why}") from None
+                raise _UnknownHost(why) from None
+            return None, _NO_CONNECTION * (here and isinstance(exc, httpx.ConnectError)) + last
         except httpx.InvalidURL as exc:
             raise IndexError_(f"{redact(url)}: not a valid URL ({exc})") from None
         except (httpx.DecodingError, httpx.TooManyRedirects) as exc:
