@@ -262,3 +262,27 @@ def test_a_redirect_to_an_unreachable_host_does_not_mark_the_first_host(tmp_path
             with pytest.raises(IndexError_, match="cannot connect"):
                 http.request("GET", f"{srv.base}/moved/")
             assert http.request("GET", f"{srv.base}/fast/").content == b"ok"
+
+
+def test_a_url_from_a_page_cannot_replace_the_credentials_given_for_its_host(
+        tmp_path: Path) -> None:
+    """A file URL of an index page naming the index's host with other user:password (text
+    from the index: untrusted) does not replace the credentials configured for that host:
+    the next request there still carries the configured ones."""
+    import base64
+
+    from bot.core.urls import Credentials, origin
+
+    with hostile_index(tmp_path / "index") as srv:
+        from servers import Route
+
+        srv.routes["/a/"] = Route(b"a")
+        srv.routes["/b/"] = Route(b"b")
+        host = srv.base.split("://", 1)[1]
+        with HttpClient(retries=0, credentials=[Credentials(origin(srv.base), "me",
+                                                            "s3cret")]) as http:
+            http.request("GET", f"http://mallory:evil@{host}/a/")
+            http.request("GET", f"{srv.base}/b/")
+    sent = {path: headers.get("Authorization") for _, path, headers in srv.requests}
+    mine = "Basic " + base64.b64encode(b"me:s3cret").decode()
+    assert sent == {"/a/": mine, "/b/": mine}

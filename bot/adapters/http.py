@@ -316,10 +316,12 @@ class HttpClient:
             self._auth[creds.origin] = httpx.BasicAuth(creds.username, creds.password)
 
     def _public(self, url: str) -> str:
-        """``url`` without user:password; credentials found in it are kept for its origin.
-        Every URL is passed through here first: none with a secret goes further."""
+        """``url`` without user:password; credentials found in it are kept for its origin
+        unless that origin has some already (a URL from an index page is untrusted text: it
+        never replaces the credentials configured for a host). Every URL is passed through
+        here first: none with a secret goes further."""
         clean, creds = split_credentials(url)
-        if creds is not None:
+        if creds is not None and creds.origin not in self._auth:
             self.authorize([creds])
         return clean
 
