@@ -286,3 +286,41 @@ def test_a_url_from_a_page_cannot_replace_the_credentials_given_for_its_host(
     sent = {path: headers.get("Authorization") for _, path, headers in srv.requests}
     mine = "Basic " + base64.b64encode(b"me:s3cret").decode()
     assert sent == {"/a/": mine, "/b/": mine}
+
+
+def test_a_read_still_under_way_when_the_command_ends_raises_nothing_in_its_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A --find-links page still arriving when the plan is made and the client closed: its
+    background thread ends quietly (it printed a RuntimeError traceback: the client was
+    closed under it)."""
+    import threading
+    import time
+
+    from bot.adapters.index import SimpleIndex
+    from bot.adapters.sources import IndexSource
+    from bot.core.config import load_policy
+    from bot.core.environment import Environment
+    from bot.core.indexmodel import IndexModel, IndexRef
+    from servers import Route
+
+    raised: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    with hostile_index(tmp_path / "index") as srv:
+        srv.routes["/flat/"] = Route(b"<a href='x.whl'>x</a>" * 20, content_type="text/html",
+                                     drip=0.02)
+        policy = load_policy(None, [], {})
+        env = Environment.for_target(None, policy.python, policy.platforms)
+        model = IndexModel({policy.active_group.lead: (IndexRef(f"{srv.base}/flat/", "test",
+                                                                flat=True),)})
+        http = HttpClient(retries=1, backoff=0.0)
+        source = IndexSource(SimpleIndex(http), policy, env, model)
+        source.prefetch([policy.active_group.lead])
+        while not srv.requests:  # the page is on its way (bounded by the test's timeout)
+            time.sleep(0.01)
+        source.close()
+        http.close()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not raised and any(
+                "_flat_page" in t.name for t in threading.enumerate()):
+            time.sleep(0.02)
+    assert raised == []

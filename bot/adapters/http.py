@@ -288,6 +288,7 @@ class HttpClient:
         self._down: dict[str, str] = {}  # origin -> why no connection could be made to it
         self._ssl = _ssl_context_soon()
         self._made: httpx.Client | None = None
+        self._closed = False  # reads still under way in daemon threads end with an error
         self._making = threading.Lock()
 
     @property
@@ -326,6 +327,7 @@ class HttpClient:
         return clean
 
     def close(self) -> None:
+        self._closed = True
         with self._making:
             if self._made is not None:
                 self._made.close()
@@ -420,6 +422,11 @@ class HttpClient:
             return None, _NO_CONNECTION * (here and isinstance(exc, httpx.ConnectError)) + last
         except httpx.InvalidURL as exc:
             raise IndexError_(f"{redact(url)}: not a valid URL ({exc})") from None
+        except RuntimeError:  # the client was closed: a read nobody waits for any more
+            if self._closed:
+                raise IndexError_(f"{redact(url)}: not asked (the command has ended)") \
+                    from None
+            raise
         except (httpx.DecodingError, httpx.TooManyRedirects) as exc:
             raise IndexError_(f"{redact(url)}: unusable answer ({exc})") from None
 
