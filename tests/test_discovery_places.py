@@ -752,3 +752,18 @@ def test_already_parsed_pyprojects_are_not_parsed_again() -> None:
                             "pyproject.toml")
     target = find_pins(Path("/t"), {"pyproject.toml": "not TOML ["}, NAMES, pyprojects=[parsed])
     assert [p.where for p in target.pins] == ["pyproject.toml:2"]
+
+
+def test_an_include_outside_the_target_is_listed_not_dropped() -> None:
+    """-r/-c naming a file above the root or by an absolute path is never read, and is
+    listed where it is written (a pin there is not bumped: say so); a folder whose name
+    starts with two dots is inside the target and read."""
+    target = scan({
+        "requirements/gpu/cuda.txt": "-r ../../../outside.txt\n-c /etc/passwd\n"
+                                     "-r ../../..notes/pins.txt\n",
+        "..notes/pins.txt": "flashinfer-python==0.6.8\n",
+    })
+    assert pins(target) == [("..notes/pins.txt:1", LEAD, "0.6.8", "requirements")]
+    assert target.skipped == (
+        ("requirements/gpu/cuda.txt:1", "-r/-c names a file outside the target (not read)"),
+        ("requirements/gpu/cuda.txt:2", "-r/-c names a file outside the target (not read)"))

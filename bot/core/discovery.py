@@ -952,8 +952,26 @@ def includes_of(files: Mapping[str, str], names: set[str]) -> set[str]:
     out = set()
     for rel in pin_files(files, (FileKind.REQUIREMENTS,)):
         for _, inc in read_requirements(files[rel], rel, names).includes:
-            out.add(os.path.normpath(str(Path(rel).parent / inc)).replace(os.sep, "/"))
-    return {p for p in out if not p.startswith("..") and not os.path.isabs(p)}
+            out.add(_included(rel, inc))
+    return {p for p in out if _inside(p)}
+
+
+def _included(rel: str, inc: str) -> str:
+    """The path a -r/-c line of ``rel`` names, relative to the root."""
+    return os.path.normpath(str(Path(rel).parent / inc)).replace(os.sep, "/")
+
+
+def _inside(path: str) -> bool:
+    """Whether a normalized relative path stays under the root (``..foo/x`` does)."""
+    return path != ".." and not path.startswith("../") and not os.path.isabs(path)
+
+
+def _outside(requirement_files: Mapping[str, RequirementsFile]) -> list[tuple[str, str]]:
+    """The -r/-c lines naming a file outside the target: never read, and listed (a pin
+    there is not bumped), never dropped silently."""
+    return [(f"{rel}:{line}", "-r/-c names a file outside the target (not read)")
+            for rel, req in requirement_files.items() for line, inc in req.includes
+            if not _inside(_included(rel, inc))]
 
 
 def _read_pins(rel: str, kind: FileKind | None, text: str, state: _Scan,
@@ -1045,4 +1063,5 @@ def find_pins(root: Path, files: Mapping[str, str], names: set[str],
     return Target(root=root, tomls=tuple(state.tomls), pins=tuple(state.pins),
                   indexes=tuple(state.indexes),
                   cuda_variants=tuple(dict.fromkeys(state.variants)),
-                  skipped=_not_read(includes, files, undecodable, skipped))
+                  skipped=_not_read(includes, files, undecodable,
+                                    [*skipped, *_outside(state.requirement_files)]))
