@@ -304,7 +304,9 @@ def test_a_read_still_under_way_when_the_command_ends_raises_nothing_in_its_thre
     from servers import Route
 
     raised: list[BaseException | None] = []
-    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    mine: set[threading.Thread] = set()  # not a read another test left running
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(
+        args.exc_value) if args.thread in mine else None)
     with hostile_index(tmp_path / "index") as srv:
         srv.routes["/flat/"] = Route(b"<a href='x.whl'>x</a>" * 20, content_type="text/html",
                                      drip=0.02)
@@ -314,13 +316,16 @@ def test_a_read_still_under_way_when_the_command_ends_raises_nothing_in_its_thre
                                                                 flat=True),)})
         http = HttpClient(retries=1, backoff=0.0)
         source = IndexSource(SimpleIndex(http), policy, env, model)
+        before = set(threading.enumerate())
         source.prefetch([policy.active_group.lead])
+        mine.update(t for t in set(threading.enumerate()) - before if "_flat_page" in t.name)
+        assert mine
         while not srv.requests:  # the page is on its way (bounded by the test's timeout)
             time.sleep(0.01)
         source.close()
         http.close()
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and not raised and any(
-                "_flat_page" in t.name for t in threading.enumerate()):
+                t.is_alive() for t in mine):
             time.sleep(0.02)
     assert raised == []
