@@ -827,6 +827,10 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a file name that is not UTF-8 (surrogates):
+        reconfigure = getattr(stream, "reconfigure", None)  # escaped, never a traceback
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler

@@ -346,3 +346,26 @@ def test_check_before_write_neither_waits_on_a_fifo_nor_follows_a_link(tmp_path:
         assert (root / "a.txt").read_bytes() == b"old a\n"
         assert outside.read_bytes() == b"old b\n"
         assert sorted(p.name for p in root.iterdir()) == ["a.txt", "b.txt"]
+
+
+def test_a_file_name_that_is_not_utf8_is_printed_escaped_not_a_traceback(
+        pypi: PypiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pin file whose name is not UTF-8 (a hostile tree) is edited and named in the
+    output with the odd byte escaped, on a terminal whose encoding is strict UTF-8 (it
+    ended apply with a UnicodeEncodeError traceback, after the write)."""
+    import io
+    import os
+    import sys
+
+    publish(pypi)
+    repo = write_tree(tmp_path / "repo")
+    odd = os.fsdecode(b"requirements-\xff.txt")
+    (repo / odd).write_text("flashinfer-python==0.6.8.post1\n")
+    raw = io.BytesIO()
+    strict = io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdout", strict)
+    code = main(["apply", "--repo", str(repo), "--index-url", pypi.url, "--no-cache"])
+    strict.flush()
+    assert code == 0
+    assert "requirements-\\udcff.txt:1" in raw.getvalue().decode("utf-8")
+    assert (repo / odd).read_text() == "flashinfer-python==0.6.11\n"
