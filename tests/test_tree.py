@@ -96,3 +96,61 @@ def test_a_search_in_worker_processes_finds_what_one_in_this_process_finds(
             "src/g.py": f"over 2 MB ({MAX_BYTES + 18} bytes)"}
         assert tree.reads == len(tree.paths)
     assert here.raw == workers.raw and here.skipped == workers.skipped
+
+
+def _dies_on_shard_with_m0(root: str, shard: list[str], needles: tuple[bytes, ...]
+                           ) -> list[tuple[str, object]]:
+    """A worker killed while reading its shard (the OOM killer, a signal)."""
+    if "src/m0.py" in shard and os.getpid() != _TEST_PROCESS:
+        os._exit(9)
+    return _real_search_shard(root, shard, needles)
+
+
+_real_search_shard = tree_module._search_shard
+_TEST_PROCESS = os.getpid()  # the workers are forked from it
+
+
+def test_a_worker_killed_during_a_search_loses_no_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search worker that dies mid-search (killed) does not end the command with a
+    traceback, and loses nothing: what it had to read is read here, each file once."""
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    for i in range(30):
+        (root / "src" / f"m{i}.py").write_text("import flashinfer\n" if i % 2 == 0 else
+                                               f"x = {i}\n")
+    import bot.adapters.scancache
+
+    monkeypatch.setattr(bot.adapters.scancache, "workers_for", lambda todo, least: 2)
+    monkeypatch.setattr(tree_module, "_search_shard", _dies_on_shard_with_m0)
+    monkeypatch.setattr(tree_module, "PARALLEL_FILES", 1)
+    tree = read_tree(root)
+    tree.search(frozenset({b"flashinfer"}))
+    assert set(tree.raw) == {f"src/m{i}.py" for i in range(0, 30, 2)}
+    assert tree.reads == len(tree.paths) == 30
+    assert not tree.not_read and not tree.undecodable
+
+
+def test_peeking_at_an_unread_pin_file_neither_waits_on_a_fifo_nor_follows_a_link(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """apply's best-effort look at pin files it could not read: one swapped for a FIFO (or a
+    link) right after it was looked at is passed over, never waited on or followed."""
+    from bot.adapters.tree import peek_unread
+
+    os.mkfifo(tmp_path / "requirements.txt")
+    (tmp_path / "secret.txt").write_text("flashinfer-python==0.6.8\n")
+    (tmp_path / "constraints.txt").symlink_to(tmp_path / "secret.txt")
+    (tmp_path / "requirements-big.txt").write_bytes(b"flashinfer-python==0.6.8\0\n")
+    monkeypatch.setattr(Path, "is_file", lambda self: True)  # checked before the swap
+    monkeypatch.setattr(Path, "is_symlink", lambda self: False)
+    done: list[dict[str, str]] = []
+    peeker = threading.Thread(target=lambda: done.append(peek_unread(
+        tmp_path, ["requirements.txt", "constraints.txt", "requirements-big.txt"])),
+        daemon=True)
+    peeker.start()
+    peeker.join(10)
+    if not done:
+        with open(tmp_path / "requirements.txt", "wb"):  # unblock the reader before failing
+            pass
+        pytest.fail("peek_unread blocked on a FIFO")
+    assert done == [{"requirements-big.txt": "flashinfer-python==0.6.8 \n"}]

@@ -212,7 +212,8 @@ class Tree:
                            counted: Counted | None) -> None:
         """The search in worker processes, one per core, forked from this small process
         (the tree is not held yet): each reads a shard of paths, largest files dealt first
-        round-robin so that shards cost alike."""
+        round-robin so that shards cost alike. A shard whose worker fails or is killed is
+        read in this process instead."""
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         from bot.adapters.scancache import workers_for
@@ -227,10 +228,14 @@ class Tree:
         shards = [by_size[i::workers * 4] for i in range(workers * 4)]
         done = 0
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_search_shard, base, shard, needles)
-                       for shard in shards if shard]
+            futures = {pool.submit(_search_shard, base, shard, needles): shard
+                       for shard in shards if shard}
             for future in as_completed(futures):
-                looks = future.result()
+                try:
+                    looks = future.result()
+                except Exception:  # a worker killed or failing: its shard is read here
+                    # instead (nothing of it was taken), never a traceback
+                    looks = _search_shard(base, futures[future], needles)
                 for rel, look in looks:
                     self._take(rel, look)
                 done += len(looks)
@@ -290,11 +295,14 @@ def peek_unread(root: Path, paths: list[str]) -> dict[str, str]:
     cap), so their old versions can be listed; symbolic links are never followed."""
     out: dict[str, str] = {}
     for rel in paths:
-        path = root / rel
+        try:  # opened as it is checked: a file swapped for a FIFO or a link is not read
+            fd = os.open(root / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
         try:
-            if path.is_symlink() or not path.is_file():
-                continue
-            with path.open("rb") as fh:
+            with os.fdopen(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    continue
                 data = fh.read(MAX_BYTES)
         except OSError:
             continue
