@@ -6,6 +6,7 @@ found unreachable is not tried again in the same command."""
 from __future__ import annotations
 
 import socket
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -214,8 +215,11 @@ def test_a_warm_plan_guesses_nothing_of_the_index(fixture: str, gone: str, tmp_p
     del index.routes[next(p for p in index.routes if p.startswith(gone))]
     repo = write_target(tmp_path / "repo")
     opts = PlanOptions(repo=repo, index_url=index.url, cache_dir=tmp_path / "cache")
+    running = set(threading.enumerate())
     with planned(opts) as cold:
         pass
+    for leftover in set(threading.enumerate()) - running:  # a guess still under way after
+        leftover.join(10)  # the cold plan is the cold plan's, not the warm one's request
     assert any(path.startswith(gone) for _, path, _ in index.requests)  # it was guessed
     before = len(index.requests)
     with planned(opts) as warm:
@@ -230,7 +234,6 @@ def test_reads_nobody_waits_for_do_not_hold_the_command_open(index: HostileIndex
     """When the plan is made, guesses still queued are cancelled and those under way run
     in daemon threads: the process ends without waiting for their answers (a
     ThreadPoolExecutor's workers are joined at exit)."""
-    import threading
 
     readers: list[threading.Thread] = []
 
@@ -293,7 +296,6 @@ def test_a_read_still_under_way_when_the_command_ends_raises_nothing_in_its_thre
     """A --find-links page still arriving when the plan is made and the client closed: its
     background thread ends quietly (it printed a RuntimeError traceback: the client was
     closed under it)."""
-    import threading
     import time
 
     from bot.adapters.index import SimpleIndex
@@ -329,3 +331,30 @@ def test_a_read_still_under_way_when_the_command_ends_raises_nothing_in_its_thre
                 t.is_alive() for t in mine):
             time.sleep(0.02)
     assert raised == []
+
+
+def test_a_page_whose_thread_cannot_start_is_fetched_by_the_one_who_asked(
+        index: HostileIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No thread to be had (a process at its thread limit): ``prefetch`` fetches the page
+    itself instead of leaving a page registered that nobody fetches (whoever asked for it
+    next waited forever)."""
+    import types
+    from concurrent.futures import ThreadPoolExecutor
+
+    import bot.adapters.index
+    from bot.adapters.index import SimpleIndex
+
+    class NoThread(threading.Thread):
+        def start(self) -> None:
+            raise RuntimeError("can't start new thread")
+
+    with HttpClient(retries=1, backoff=0.0) as http:
+        pages = SimpleIndex(http)
+        monkeypatch.setattr(bot.adapters.index, "threading", types.SimpleNamespace(
+            Thread=NoThread))  # the index's threads only: the loopback server's still start
+        pages.prefetch([(index.url, "flashinfer-python")])
+        monkeypatch.undo()
+        with ThreadPoolExecutor(1) as pool:  # bounded: the old code never answered
+            page = pool.submit(pages.project, index.url, "flashinfer-python").result(10)
+    assert page.name == "flashinfer-python"
+    assert [p for _, p, _ in index.requests].count(LEAD_PAGE) == 1

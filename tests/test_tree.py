@@ -154,3 +154,53 @@ def test_peeking_at_an_unread_pin_file_neither_waits_on_a_fifo_nor_follows_a_lin
             pass
         pytest.fail("peek_unread blocked on a FIFO")
     assert done == [{"requirements-big.txt": "flashinfer-python==0.6.8 \n"}]
+
+
+NAMES = {"flashinfer-python", "flashinfer-cubin"}
+
+
+def test_a_linked_include_is_listed_as_a_link_once_not_as_missing(tmp_path: Path) -> None:
+    """A -r file that is a link is listed as not read with the reader's reason, once: not
+    also as "not found" (a pin file's name or any other), and nothing behind it is read."""
+    from bot.adapters.tree import discover
+
+    (tmp_path / "elsewhere.txt").write_text("flashinfer-python==0.6.8\n")
+    (tmp_path / "requirements.txt").write_text("-r base.lst\n-r requirements-extra.txt\n"
+                                               "-r gone.txt\n")
+    (tmp_path / "base.lst").symlink_to(tmp_path / "elsewhere.txt")
+    (tmp_path / "requirements-extra.txt").symlink_to(tmp_path / "elsewhere.txt")
+    target = discover(tmp_path, NAMES)
+    assert target.pins == ()
+    link = "a symbolic link (not followed)"
+    assert list(target.skipped) == [("base.lst", link), ("gone.txt",
+                                                         "named by -r/-c but not found"),
+                                    ("requirements-extra.txt", link)]
+
+
+def test_a_name_with_a_line_break_is_not_read_and_is_listed_escaped(tmp_path: Path) -> None:
+    """A hostile tree's file named ``requirements-a\\nb.txt`` could put a line of its own
+    into plan's output: it is not read, and it is listed with the break escaped; a name that
+    reorders text (U+202E) likewise. A non-ASCII name is an ordinary name."""
+    from bot.adapters.tree import ODD_NAME, discover
+
+    (tmp_path / "requirements-a\nb.txt").write_text("flashinfer-python==0.6.8\n")
+    (tmp_path / "requirements-\u202etxt.txt").write_text("flashinfer-python==0.6.8\n")
+    (tmp_path / "requirements-é.txt").write_text("flashinfer-cubin==0.6.8\n")
+    target = discover(tmp_path, NAMES)
+    assert [(p.package, p.file) for p in target.pins] == [("flashinfer-cubin",
+                                                           "requirements-é.txt")]
+    assert list(target.skipped) == [("requirements-\\u202etxt.txt", ODD_NAME),
+                                    ("requirements-a\\nb.txt", ODD_NAME)]
+
+
+def test_a_config_that_is_a_link_is_listed_as_not_read(tmp_path: Path) -> None:
+    """pinbump.toml as a link is not followed, and not ignored silently either."""
+    from bot.adapters.tree import discover
+
+    (tmp_path / "policy.toml").write_text("min-release-age = 0\n")
+    (tmp_path / "pinbump.toml").symlink_to(tmp_path / "policy.toml")
+    tree = read_tree(tmp_path)
+    assert "pinbump.toml" not in tree.raw
+    assert tree.skipped == [("pinbump.toml", "a symbolic link (not followed)")]
+    assert discover(tmp_path, NAMES).skipped == (("pinbump.toml",
+                                                  "a symbolic link (not followed)"),)

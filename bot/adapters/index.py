@@ -340,8 +340,11 @@ class SimpleIndex:
                     continue
                 future: Future[ProjectPage] = Future()
                 self._pages[url] = future
-            threading.Thread(target=self._background, daemon=True,
-                             args=(future, url, index_url, name, then)).start()
+            args = (future, url, index_url, name, then)
+            try:
+                threading.Thread(target=self._background, daemon=True, args=args).start()
+            except RuntimeError:  # no thread to be had: fetched here, so that nobody
+                self._background(*args)  # waits on a page that nobody is fetching
 
     def _background(self, future: Future[ProjectPage], url: str, index_url: str, name: str,
                     then: Callable[[str], None] | None) -> None:

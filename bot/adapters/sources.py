@@ -205,16 +205,9 @@ class IndexSource:
         if package not in self.policy.active_group.companions or package not in self.currents:
             return
         current = self.currents[package]
-        wheels: list[DistFile] = []
-        for version, files in sorted(self._held(package).items(), reverse=True):
-            if len(wheels) >= self.SPECULATE or (current is not None and version < current):
-                break
-            if version.local or (version.is_prerelease and version != current
-                                 and not self.policy.prereleases_allowed(package)):
-                continue
-            wheel = self._likely_wheel(files)
-            if wheel is not None:
-                wheels.append(wheel)
+        wheels = self._newest_wheels(package, current, lambda version, _files: bool(
+            version.local or (version.is_prerelease and version != current
+                              and not self.policy.prereleases_allowed(package))))
         self._guess(wheels, "metadata", self._read)
 
     def _guess_upload_times(self, package: str) -> None:
@@ -224,19 +217,27 @@ class IndexSource:
         group = self.policy.active_group
         if package not in group.members:
             return
-        current = self.currents.get(package)
+        wheels = self._newest_wheels(package, self.currents.get(package), lambda version, files: (
+            any(f.upload_time is not None for f in files) or (
+                version.is_prerelease and self.cutoff is None
+                and not self.policy.prereleases_allowed(package))))
+        self._guess(wheels, "upload-time", self._uploaded)
+
+    def _newest_wheels(self, package: str, current: Version | None,
+                       passed_over: Callable[[Version, list[DistFile]], bool]
+                       ) -> list[DistFile]:
+        """The likely wheels of the newest ``SPECULATE`` releases down to ``current`` (the
+        resolver screens them newest first), less those ``passed_over`` names."""
         wheels: list[DistFile] = []
         for version, files in sorted(self._held(package).items(), reverse=True):
             if len(wheels) >= self.SPECULATE or (current is not None and version < current):
                 break
-            if any(f.upload_time is not None for f in files) or (
-                    version.is_prerelease and self.cutoff is None
-                    and not self.policy.prereleases_allowed(package)):
+            if passed_over(version, files):
                 continue
             wheel = self._likely_wheel(files)
             if wheel is not None:
                 wheels.append(wheel)
-        self._guess(wheels, "upload-time", self._uploaded)
+        return wheels
 
     def _guess(self, wheels: list[DistFile], kind: str,
                start: Callable[[DistFile, bool], Future[Any]]) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -50,17 +51,26 @@ def read_file(path: str | Path, cap: int = MAX_BYTES) -> tuple[bytes | None, str
     A link is never followed, and a file swapped after the ``lstat`` is not read."""
     try:
         info = os.lstat(path)  # one call: link or not, regular or not, size
-        if stat.S_ISLNK(info.st_mode):
-            return None, "a symbolic link (not followed)"
-        if not stat.S_ISREG(info.st_mode):
-            return None, ""
-        if info.st_size > cap:
-            return None, f"over {_size(cap)} ({info.st_size} bytes)"
+        refused = _refused(info, cap)
+        if refused is not None:
+            return None, refused
         data = _read_regular(path, info, cap)
     except OSError as exc:
         return None, f"cannot read ({exc.strerror})"
     return (data, "") if data is not None else (None, "replaced while being read (not "
                                                       "followed)")
+
+
+def _refused(info: os.stat_result, cap: int) -> str | None:
+    """Why a file of this ``lstat`` is not read ("" for a FIFO or a socket, which could hold
+    no pin and whose reading could block), or None: a regular file of at most ``cap``."""
+    if stat.S_ISLNK(info.st_mode):
+        return "a symbolic link (not followed)"
+    if not stat.S_ISREG(info.st_mode):
+        return ""
+    if info.st_size > cap:
+        return f"over {_size(cap)} ({info.st_size} bytes)"
+    return None
 
 
 def _size(cap: int) -> str:
@@ -142,6 +152,9 @@ class Tree:
     # never skipped silently, the plan and apply list them
     skipped: list[tuple[str, str]] = field(default_factory=list)
     not_read: dict[str, str] = field(default_factory=dict)  # listed, then not read: why
+    # files never listed, with why (links, over the cap, odd names): listed as not read
+    # when a -r/-c line or the config names them, whatever their kind
+    unlisted: dict[str, str] = field(default_factory=dict)
     reads: int = 0  # files read so far (each listed file once, unless a search re-reads)
     _unread: dict[str, None] = field(default_factory=dict)  # never read (ordered set)
     _dropped: set[str] = field(default_factory=set)  # read, text, held nothing asked
@@ -158,7 +171,7 @@ class Tree:
     def paths(self) -> Collection[str]:
         return self.listed.keys()
 
-    def _take(self, rel: str, look: Look) -> None:
+    def _take(self, rel: str, look: Look, named: bool = False) -> None:
         self.reads += 1
         self._unread.pop(rel, None)
         self._dropped.discard(rel)
@@ -174,17 +187,23 @@ class Tree:
         else:
             assert isinstance(value, str)
             self.not_read[rel] = value
-            if value and file_kind(rel):
+            if value and (named or file_kind(rel)):
                 self.skipped.append((rel, value))
 
     def _waiting(self, paths: Iterable[str]) -> list[str]:
         return [p for p in paths if p in self._unread or p in self._dropped]
 
     def read(self, paths: Iterable[str]) -> None:
-        """Hold the text files among ``paths`` that are listed and not held yet."""
+        """Hold the text files among ``paths`` that are listed and not held yet; one that
+        could not be read is listed as not read, with why, whatever its kind."""
+        paths = list(paths)
+        for rel in paths:
+            why = self.unlisted.pop(rel, None)
+            if why and file_kind(rel) is None:  # a pin file's reason is listed already
+                self.skipped.append((printable(rel), why))
         base = os.fspath(self.root)
         for rel in self._waiting(paths):
-            self._take(rel, _look(os.path.join(base, rel), None))
+            self._take(rel, _look(os.path.join(base, rel), None), named=True)
 
     def search(self, needles: frozenset[bytes], counted: Counted | None = None) -> None:
         """Hold every text file whose bytes hold one of ``needles``. The first search reads
@@ -250,6 +269,7 @@ def read_tree(root: Path, counted: Counted | None = None) -> Tree:
     if not root.is_dir():
         raise InputError(f"{root}: not a directory (pass the target repository with --repo)")
     listed: dict[str, int] = {}
+    unlisted: dict[str, str] = {}
     skipped: list[tuple[str, str]] = []
     seen = 0
     for dirpath, dirnames, filenames in os.walk(root):
@@ -265,14 +285,32 @@ def read_tree(root: Path, counted: Counted | None = None) -> Tree:
             if counted is not None and seen % 500 == 0:
                 counted(seen)
             rel = prefix + name
-            size, why = _listing(os.path.join(dirpath, name))
+            size, why = (None, ODD_NAME) if _odd(rel) else \
+                _listing(os.path.join(dirpath, name))
             if size is not None:
                 listed[rel] = size
-            elif why and file_kind(rel):
-                skipped.append((rel, why))
-    tree = Tree(root=root, listed=listed, skipped=skipped)
-    tree.read([rel for rel in listed if rel == CONFIG_FILE or file_kind(rel) is not None])
+            elif why:
+                unlisted[rel] = why
+                if file_kind(rel):
+                    skipped.append((printable(rel), why))
+    tree = Tree(root=root, listed=listed, skipped=skipped, unlisted=unlisted)
+    tree.read([CONFIG_FILE, *(rel for rel in listed if file_kind(rel) is not None)])
     return tree
+
+
+# A name holding a line break or a control character (or one that reorders text) is not
+# read: nothing it holds could be said in one line of plan or apply output. Listed escaped.
+ODD_NAME = "a name with control characters (not read)"
+_ODD = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _odd(rel: str) -> bool:
+    return _ODD.search(rel) is not None
+
+
+def printable(rel: str) -> str:
+    """``rel`` with its control characters escaped (``\\n``), as the output shows it."""
+    return _ODD.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), rel)
 
 
 def _listing(path: str) -> tuple[int | None, str]:
@@ -281,13 +319,8 @@ def _listing(path: str) -> tuple[int | None, str]:
         info = os.lstat(path)
     except OSError as exc:
         return None, f"cannot read ({exc.strerror})"
-    if stat.S_ISLNK(info.st_mode):
-        return None, "a symbolic link (not followed)"
-    if not stat.S_ISREG(info.st_mode):
-        return None, ""
-    if info.st_size > MAX_BYTES:
-        return None, f"over {_size(MAX_BYTES)} ({info.st_size} bytes)"
-    return info.st_size, ""
+    refused = _refused(info, MAX_BYTES)
+    return (info.st_size, "") if refused is None else (None, refused)
 
 
 def peek_unread(root: Path, paths: list[str]) -> dict[str, str]:

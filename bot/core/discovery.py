@@ -1018,9 +1018,12 @@ def _toml_indexes(state: _Scan) -> None:
 def _not_read(includes: set[str], files: Mapping[str, str],
               undecodable: Mapping[str, str], skipped: Iterable[tuple[str, str]]
               ) -> tuple[tuple[str, str], ...]:
-    """Files that may hold a pin and were not read, with why, sorted."""
+    """Files that may hold a pin and were not read, with why, sorted: each once, with the
+    reader's reason when it has one (a link named by -r is a link, not a missing file)."""
+    skipped = list(skipped)
+    said = {p for p, _ in skipped}
     missing = [(p, "named by -r/-c but not found") for p in sorted(includes)
-               if p not in files and p not in undecodable]
+               if p not in files and p not in undecodable and p not in said]
     unread = [(p, f"not UTF-8 text ({why})") for p, why in undecodable.items()
               if file_kind(p) is not None or p in includes]
     return tuple(sorted({*skipped, *unread, *missing}))
