@@ -450,3 +450,50 @@ def test_any_pip_options_after_a_requirement_leave_it_and_stay_on_apply(
     assert (pin.line, pin.requirement, bool(pin.frozen)) == (2, requirement, hashed)
     edit = edit_requirements("requirements.txt", text, [(pin, "==0.6.11")])
     assert edit.new == text.replace("==0.6.8.post1", "==0.6.11", 1)
+
+
+# -- 6. setup.py: only setup()'s requirement lists are pins -------------------------------------
+SETUP_PY = """\
+from setuptools import setup
+
+REQS = [
+    "flashinfer-cubin==0.6.8.post1",
+]
+REQS += ["nvidia-cutlass-dsl==4.4.2"]
+NOTE = "flashinfer-python==0.6.8.post1 is the one we test"
+
+setup(
+    name="flashinfer-python",
+    description="flashinfer-cubin==0.6.8.post1 compatible",
+    long_description="flashinfer-python>=0.6.8.post1 required",
+    install_requires=REQS,
+    extras_require={"cu13": ["flashinfer-python[cu13]==0.6.8.post1"]},
+    setup_requires=["quack-kernels>=0.3.0"],
+    tests_require=REQS + ["flashinfer-jit-cache==0.6.8.post1"],
+)
+"""
+
+
+def test_setup_py_pins_are_in_setups_requirement_lists_only(tmp_path: Path) -> None:
+    target = scan(tmp_path, {"setup.py": SETUP_PY})
+    assert found(target) == [
+        ("setup.py:4", "flashinfer-cubin", "0.6.8.post1", ""),
+        ("setup.py:6", "nvidia-cutlass-dsl", "4.4.2", ""),
+        ("setup.py:14", LEAD, "0.6.8.post1", ""),
+        ("setup.py:15", "quack-kernels", "0.3.0", ""),
+        ("setup.py:16", "flashinfer-jit-cache", "0.6.8.post1", "")]
+
+
+def test_apply_leaves_setup_py_descriptions_alone(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    publish(pypi)
+    text = ('from setuptools import setup\nREQS = ["flashinfer-cubin==0.6.8.post1"]\n'
+            'setup(name="x", description="flashinfer-cubin==0.6.8.post1 compatible",\n'
+            '      install_requires=REQS)\n')
+    repo = write(tmp_path / "repo", {"requirements.txt": "flashinfer-python==0.6.8.post1\n",
+                                     "setup.py": text})
+    assert changed_files(plan(capsys, repo, pypi.url)) == {
+        LEAD: ["requirements.txt:1"], "flashinfer-cubin": ["setup.py:2"]}
+    apply(capsys, repo, pypi.url)
+    assert (repo / "setup.py").read_text() == text.replace(
+        '["flashinfer-cubin==0.6.8.post1"]', '["flashinfer-cubin==0.6.11"]')

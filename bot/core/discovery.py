@@ -880,23 +880,85 @@ def _json_value(lines: list[str], i: int, rest: str) -> tuple[int, str | None]:
     return i, None
 
 
+_SETUP_LISTS = {"install_requires", "extras_require", "setup_requires", "tests_require"}
+
+
+def _module_values(tree: Any) -> dict[str, list[Any]]:
+    """Name -> the values a module assigns it at its top level (``REQS = [...]``,
+    ``REQS += [...]``): what ``install_requires=REQS`` may refer to."""
+    import ast
+
+    out: dict[str, list[Any]] = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        for target in targets:
+            if isinstance(target, ast.Name) and node.value is not None:
+                out.setdefault(target.id, []).append(node.value)
+    return out
+
+
+def _requirement_strings(node: Any, values: Mapping[str, list[Any]], depth: int = 0
+                         ) -> Iterator[Any]:
+    """The string constants of a requirement list as setup() gets it: a list, tuple or set,
+    a dict of them (extras_require), a name assigned at the module's top level, ``a + b``."""
+    import ast
+
+    if depth > 8:
+        return
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield node
+    elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        for item in node.elts:
+            yield from _requirement_strings(item, values, depth + 1)
+    elif isinstance(node, ast.Dict):
+        for item in node.values:
+            yield from _requirement_strings(item, values, depth + 1)
+    elif isinstance(node, ast.Name):
+        for value in values.get(node.id, []):
+            yield from _requirement_strings(value, values, depth + 1)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        yield from _requirement_strings(node.left, values, depth + 1)
+        yield from _requirement_strings(node.right, values, depth + 1)
+
+
+def _setup_lists(tree: Any) -> Iterator[Any]:
+    """The values of ``setup(...)``'s requirement keywords (install_requires, extras_require,
+    setup_requires, tests_require), in ``setup(...)`` or ``setuptools.setup(...)``."""
+    import ast
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else \
+            func.attr if isinstance(func, ast.Attribute) else ""
+        if name == "setup":
+            yield from (k.value for k in node.keywords if k.arg in _SETUP_LISTS)
+
+
 def _setup_py(path: str, text: str, names: set[str]) -> list[Pin]:
-    """Literal requirement strings in setup.py (install_requires, extras_require lists)."""
+    """Requirement strings in setup.py's requirement lists (setup()'s install_requires,
+    extras_require, setup_requires, tests_require, also through a module-level name); never
+    its other strings (a description naming a package beside an operator is no pin)."""
     import ast
 
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return []
+    values = _module_values(tree)
     pins = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and re.match(r"\s*[A-Za-z0-9]", node.value) and "\n" not in node.value:
-            pin = _pin(node.value, path, node.lineno, "setup.py", names) \
-                if re.search(r"[=<>~!]", node.value) else None
+    seen: set[int] = set()
+    for listing in _setup_lists(tree):
+        for node in _requirement_strings(listing, values):
+            if id(node) in seen or "\n" in node.value:
+                continue
+            seen.add(id(node))
+            pin = _pin(node.value.strip(), path, node.lineno, "setup.py", names)
             if pin:
                 pins.append(pin)
-    return pins
+    return sorted(pins, key=lambda p: p.line)
 
 
 _CFG_SECTION = re.compile(r"\[(?P<name>[^\]]+)\]\s*$")
