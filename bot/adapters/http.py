@@ -100,13 +100,24 @@ def _failed_here(exc: httpx.RequestError, url: str) -> bool:
 
 
 # -- deadlines: every read and write of a request stops at its deadline ----------------------
-_deadline = threading.local()  # .at: time.monotonic() by which this thread's request ends
+# .at: time.monotonic() by which this thread's request ends; .span: (its length, the command's
+# end or None) until its first connect, read or write starts it.
+_deadline = threading.local()
 
 
 def _remaining(timeout: float | None) -> float:
     at: float | None = getattr(_deadline, "at", None)
     if at is None:
-        return timeout if timeout is not None else float("inf")
+        span: tuple[float, float | None] | None = getattr(_deadline, "span", None)
+        if span is None:
+            return timeout if timeout is not None else float("inf")
+        # The request's first network operation: it has its connection now, so any wait for
+        # a free one in the pool (bounded by httpx's own pool timeout, a PoolTimeout) is over
+        # and never shortens the time it has to connect (a ConnectTimeout, which can find
+        # its host unreachable for the rest of the command).
+        length, ends = span
+        at = time.monotonic() + length
+        _deadline.at = at = at if ends is None else min(at, ends)
     left = at - time.monotonic()
     if left <= 0:
         raise httpcore.ReadTimeout("the request's deadline passed")
@@ -264,8 +275,9 @@ class HttpClient:
     """GET/HEAD/range requests with retries; pages revalidated with If-None-Match from disk.
 
     ``timeout`` is a deadline for each request, connecting and reading included (a server
-    that drips bytes cannot stretch it); ``deadline`` bounds everything the client does,
-    retries and their waits included, from the moment it is built.
+    that drips bytes cannot stretch it), counted from when it has a connection (a wait for a
+    free one in the pool is bounded apart, by the same time); ``deadline`` bounds everything
+    the client does, retries and their waits included, from the moment it is built.
     """
 
     def __init__(self, cache_dir: Path | None = None, *, timeout: float = 20.0,
@@ -298,6 +310,8 @@ class HttpClient:
         made = self._made
         if made is None:
             with self._making:
+                if self._closed:  # close() has run: build nothing it would not close
+                    raise RuntimeError("the HTTP client is closed")
                 if self._made is None:
                     self._made = httpx.Client(
                         timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
@@ -445,9 +459,9 @@ class HttpClient:
     def _send(self, method: str, url: str, headers: Mapping[str, str] | None,
               auth: httpx.BasicAuth | None, max_bytes: int, sink: Download | None = None
               ) -> Response:
-        """One attempt, ended by ``timeout`` (or the command's deadline, when sooner)."""
-        at = time.monotonic() + self.timeout
-        _deadline.at = at if self._ends is None else min(at, self._ends)
+        """One attempt, ended by ``timeout`` from when it has a connection (or by the
+        command's deadline, when sooner)."""
+        _deadline.at, _deadline.span = None, (self.timeout, self._ends)  # see _remaining
         try:
             with self._client.stream(method, url, headers=dict(headers or {}),
                                      auth=auth or httpx.USE_CLIENT_DEFAULT) as resp:
@@ -459,7 +473,7 @@ class HttpClient:
                 return Response(str(resp.url), resp.status_code, resp.headers, body,
                                 reason=resp.reason_phrase)
         finally:
-            _deadline.at = None
+            _deadline.at = _deadline.span = None
 
     def _delay(self, attempt: int, headers: Mapping[str, str]) -> float:
         """Retry-After when it is a sane number of seconds or a date, else backoff."""
