@@ -253,8 +253,9 @@ def apply(tree: Path, label: str, work: Path, repeats: int, as_of: str) -> None:
     row("apply --dry-run (warm index cache)", f"{label} ({count_files(tree)} files)", med(runs))
 
 
-def drift(tree: Path, label: str, work: Path, repeats: int, as_of: str) -> None:
-    cache = work / "drift-cache"
+def drift(tree: Path, label: str, work: Path, repeats: int, as_of: str,
+          cache_name: str = "drift-cache") -> None:
+    cache = work / cache_name  # a cache of its own per tree: a first run downloads
     cmd = [*PINBUMP, "drift", "--repo", str(tree), "--as-of", as_of, "--json",
            "--cache-dir", str(cache)]
     first = measured(cmd, ok=(0, 1))  # downloads both versions' sources
@@ -276,7 +277,7 @@ def scale(tree: Path, work: Path, n: int, repeats: int, as_of: str) -> None:
         root = copies(tree, work / f"x{k}", k)
         label = f"{k}x {tree.name}"
         apply(root, label, work, max(1, repeats // 2), as_of)
-        drift(root, label, work, max(1, repeats // 2), as_of)
+        drift(root, label, work, max(1, repeats // 2), as_of, f"drift-cache-x{k}")
         shutil.rmtree(root)
 
 
