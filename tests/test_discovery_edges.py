@@ -497,3 +497,87 @@ def test_apply_leaves_setup_py_descriptions_alone(
     apply(capsys, repo, pypi.url)
     assert (repo / "setup.py").read_text() == text.replace(
         '["flashinfer-cubin==0.6.8.post1"]', '["flashinfer-cubin==0.6.11"]')
+
+
+# -- 7. several name=value pairs on one ARG ------------------------------------------------------
+@pytest.mark.parametrize(("dockerfile", "expected"), [
+    ("ARG CUDA=12.9 FLASHINFER_VERSION=0.6.8.post1\n",
+     [(2, LEAD, "dockerfile ARG FLASHINFER_VERSION")]),
+    ("ARG FLASHINFER_VERSION=0.6.8.post1 FLASHINFER_CUBIN_VERSION=\"0.6.8.post1\"\n",
+     [(2, LEAD, "dockerfile ARG FLASHINFER_VERSION"),
+      (2, "flashinfer-cubin", "dockerfile ARG FLASHINFER_CUBIN_VERSION")]),
+    ("ARG TAG=1 \\\n    FLASHINFER_VERSION=0.6.8.post1\n",
+     [(3, LEAD, "dockerfile ARG FLASHINFER_VERSION")]),
+    ("ARG FLASHINFER_VERSION\n", []),
+])
+def test_each_name_of_an_arg_line_is_read(tmp_path: Path, dockerfile: str,
+                                           expected: list[tuple[int, str, str]]) -> None:
+    target = scan(tmp_path, {"docker/Dockerfile": "FROM base\n" + dockerfile})
+    assert [(p.line, p.package, p.section) for p in target.pins] == expected
+
+
+ARGS_DOCKERFILE = """\
+FROM base
+ARG TAG=0.6.8.post1 FLASHINFER_VERSION=0.6.8.post1 FI_CUBIN=0.6.8.post1
+RUN pip install flashinfer-python==${FLASHINFER_VERSION} flashinfer-cubin==${FI_CUBIN}
+"""
+
+
+def test_apply_moves_each_arg_of_one_line_and_nothing_else(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    publish(pypi)
+    repo = write(tmp_path / "repo", {"docker/Dockerfile": ARGS_DOCKERFILE})
+    assert changed_files(plan(capsys, repo, pypi.url)) == {
+        LEAD: ["docker/Dockerfile:2"], "flashinfer-cubin": ["docker/Dockerfile:2"]}
+    apply(capsys, repo, pypi.url)
+    # TAG holds the same version and feeds no install: it stays
+    assert (repo / "docker/Dockerfile").read_text() == ARGS_DOCKERFILE.replace(
+        "FLASHINFER_VERSION=0.6.8.post1", "FLASHINFER_VERSION=0.6.11").replace(
+        "FI_CUBIN=0.6.8.post1", "FI_CUBIN=0.6.11")
+
+
+# -- 8. a checkout after a clone of the lead's repository, in one command ------------------------
+@pytest.mark.parametrize(("command", "pinned"), [
+    ("git clone https://github.com/flashinfer-ai/flashinfer.git && cd flashinfer && "
+     "git checkout v0.1.2", True),
+    ("git clone --recursive https://github.com/flashinfer-ai/flashinfer /src/flashinfer; "
+     "git -C /src/flashinfer checkout -q tags/v0.1.2", True),
+    ("git clone https://github.com/flashinfer-ai/flashinfer && cd flashinfer && \\\n"
+     "    git checkout 0.1.2", True),
+    # another repository's checkout, a checkout of a branch, a checkout on another command
+    ("git clone https://github.com/flashinfer-ai/flashinfer-bench.git && cd flashinfer-bench "
+     "&& git checkout v0.1.2", False),
+    ("git clone https://github.com/flashinfer-ai/flashinfer && cd flashinfer && "
+     "git checkout main", False),
+    ("git clone https://github.com/flashinfer-ai/flashinfer\ncd flashinfer\n"
+     "git checkout v0.1.2", False),
+    ("git checkout v0.1.2", False),
+])
+def test_a_checkout_after_a_clone_of_the_leads_repository_pins_the_lead(
+        tmp_path: Path, command: str, pinned: bool) -> None:
+    target = scan(tmp_path, {"ci/clone.sh": f"#!/bin/bash\n{command}\n",
+                             "docker/Dockerfile": f"FROM x\nRUN {command}\n"})
+    line = 2 + command.count("\n")
+    expected = [(f"ci/clone.sh:{line}", LEAD, "0.1.2", ""),
+                (f"docker/Dockerfile:{line}", LEAD, "0.1.2", "")] if pinned else []
+    assert sorted(found(target)) == expected
+
+
+CHECKOUT = """\
+#!/bin/bash
+git clone https://github.com/flashinfer-ai/flashinfer-bench.git && git checkout v0.6.8.post1
+git clone https://github.com/flashinfer-ai/flashinfer.git && \\
+    cd flashinfer && git checkout v0.6.8.post1
+"""
+
+
+def test_apply_moves_a_checkout_after_a_clone_of_the_leads_repository(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    publish(pypi)
+    repo = write(tmp_path / "repo", {"requirements.txt": "flashinfer-python==0.6.8.post1\n",
+                                     "ci/clone.sh": CHECKOUT})
+    assert changed_files(plan(capsys, repo, pypi.url)) == {
+        LEAD: ["requirements.txt:1", "ci/clone.sh:4"]}
+    apply(capsys, repo, pypi.url)
+    assert (repo / "ci/clone.sh").read_text() == CHECKOUT.replace(
+        "cd flashinfer && git checkout v0.6.8.post1", "cd flashinfer && git checkout v0.6.11")

@@ -470,8 +470,7 @@ def file_kind(rel: str) -> FileKind | None:
 
 
 # -- version variables: ARG FLASHINFER_VERSION, FLASHINFER_VERSION=... in CI scripts ----------
-_ARG = re.compile(r"^\s*ARG\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=(?P<q>[\"']?)"
-                  r"(?P<value>[^\s\"']*)(?P=q))?", re.IGNORECASE)
+_ARG = re.compile(r"\s*(?P<op>ARG)\s", re.IGNORECASE)
 _INSTALL_PIN = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
                           r"(?P<op>===|==|>=)\s*(?P<value>\$\{?(?P<var>[A-Za-z_][A-Za-z0-9_]*)"
                           r"\}?|\d[\w.+!-]*)")
@@ -498,8 +497,9 @@ _CLONE_SHORT = {"-b": "--branch", "-c": "--config", "-j": "--jobs", "-o": "--ori
                 "-u": "--upload-pack"}
 
 
-def _clone_words(command: str) -> list[str] | None:
-    """The words after ``git [-C dir] [-c k=v] clone`` in one command; None if it is not one."""
+def _git_words(command: str, subcommand: str = "clone") -> list[str] | None:
+    """The words after ``git [-C dir] [-c k=v] <subcommand>`` in one command; None if it is
+    not one."""
     words = _split_words(command)
     for i, word in enumerate(words):
         if word != "git" and not word.endswith("/git"):
@@ -507,7 +507,7 @@ def _clone_words(command: str) -> list[str] | None:
         j = i + 1
         while j < len(words) and words[j].startswith("-"):
             j += 2 if words[j] in ("-C", "-c") else 1
-        if j < len(words) and words[j] == "clone":
+        if j < len(words) and words[j] == subcommand:
             return words[j + 1:]
     return None
 
@@ -544,15 +544,42 @@ def clone_version(command: str, repository: str) -> str | None:
     host, under any owner) checks out; None for another repository or a branch that is not a
     version (``flashinfer-bench`` is not ``flashinfer``; a folder named flashinfer is not the
     repository)."""
+    branch = _clone_of(command, repository)
+    if not branch or not _is_version(branch):
+        return None
+    return branch[1:] if branch.startswith("v") else branch
+
+
+def _clone_of(command: str, repository: str) -> str | None:
+    """The --branch ("" without one) of a ``git clone`` of ``repository``; None for another
+    command or a clone of another repository."""
     if "clone" not in command or repository.lower() not in command.lower():
         return None
-    words = _clone_words(command)
+    words = _git_words(command)
     if words is None:
         return None
     branch, url = _clone_args(words)
-    if _repository_name(url) != repository.lower() or not _is_version(branch):
+    return branch if _repository_name(url) == repository.lower() else None
+
+
+def checkout_version(command: str) -> str | None:
+    """The version ``git [-C dir] checkout [options] [tags/]v<version>`` checks out; None for
+    another command or a ref that is not a version (a branch, ``FETCH_HEAD``)."""
+    if "checkout" not in command:
         return None
-    return branch[1:] if branch.startswith("v") else branch
+    words = iter(_git_words(command, "checkout") or [])
+    ref = ""
+    for word in words:
+        if word in ("-b", "-B", "--orphan"):
+            next(words, "")  # the new branch's name
+        elif word == "--":
+            break
+        elif not word.startswith("-"):
+            ref = word.removeprefix("refs/").removeprefix("tags/")
+            break
+    if not _is_version(ref):
+        return None
+    return ref[1:] if ref.startswith("v") else ref
 
 
 _DECLARATIONS = {"export", "readonly", "local", "declare", "typeset"}
@@ -736,13 +763,29 @@ def _installs(path: str, text: str, scan: _Scan, *, section: str) -> dict[str, l
                 line_no = start + _line_offset(text, start, m.group(0))
                 scan.indexes.append(IndexDecl(m.group("url"), opt, path, line_no,
                                               frozenset(packages)))
-        version = clone_version(line, scan.lead.split("-")[0])
+    _clones(path, text, scan, section, commands)
+    return fed
+
+
+def _clones(path: str, text: str, scan: _Scan, section: str,
+            commands: Sequence[tuple[int, str]]) -> None:
+    """The lead's version a clone of its own repository checks out: its ``--branch``, or a
+    ``git checkout v<version>`` after it in the same logical command (a ``RUN``)."""
+    repository = scan.lead.split("-")[0]
+    cloned = 0  # the logical line of the last clone of the lead's repository
+    for start, command in commands:
+        branch = _clone_of(command, repository)
+        if branch is not None:
+            cloned, version, how = start, clone_version(command, repository), "clone --branch"
+        elif cloned == start:
+            version, how = checkout_version(command), "checkout"
+        else:
+            continue
         if version:
             line_no = start + _branch_offset(text, start, version)
             scan.pins.append(Pin(scan.lead, f"{scan.lead}=={version}", path, line_no,
-                                 f"{section} (git clone --branch)", kind=PinKind.LITERAL,
+                                 f"{section} (git {how})", kind=PinKind.LITERAL,
                                  literal=version))
-    return fed
 
 
 def _line_offset(text: str, start: int, fragment: str) -> int:
@@ -769,11 +812,7 @@ def _branch_offset(text: str, start: int, version: str) -> int:
 def _dockerfile(path: str, text: str, scan: _Scan) -> None:
     fed = _installs(path, text, scan, section="dockerfile")
     _dockerfile_variables(path, text, scan, fed)
-    for number, line in enumerate(text.splitlines(), start=1):
-        m = _ARG.match(line)
-        if not m:
-            continue
-        name, value = m.group("name"), m.group("value")
+    for number, name, value in _arg_defaults(text):
         if name.upper() == "CUDA_VERSION" and value and (v := cuda_variant(value)):
             scan.variants.append(v)
             continue
@@ -787,6 +826,26 @@ def _dockerfile(path: str, text: str, scan: _Scan) -> None:
             scan.pins.append(Pin(package, f"{package}=={value.lstrip('v')}", path, number,
                                  f"dockerfile ARG {name}", kind=PinKind.LITERAL,
                                  literal=value.lstrip("v")))
+
+
+def _arg_defaults(text: str) -> Iterator[tuple[int, str, str]]:
+    """(physical line, name, default) of each variable an ``ARG`` declares: Docker takes
+    several ``name[=default]`` on one instruction (``ARG A=1 B=2``), continued lines too."""
+    for start, line in _logical_commands(text):
+        m = _ARG.match(line)
+        if not m:
+            continue
+        for word in _shell_words(line[m.end("op"):]):
+            name, _, value = word.partition("=")
+            if _IDENTIFIER.fullmatch(name):
+                yield _assignment_line(text, start, name), name, value
+
+
+def _assignment_line(text: str, start: int, name: str) -> int:
+    """The physical line, from the logical line at ``start``, where ``name=`` is set."""
+    assignment = re.compile(rf"(?<![\w$]){re.escape(name)}=")
+    lines = text.splitlines()[start - 1:start + 49]
+    return start + next((i for i, line in enumerate(lines) if assignment.search(line)), 0)
 
 
 def _dockerfile_variables(path: str, text: str, scan: _Scan, fed: Mapping[str, list[int]]
@@ -828,9 +887,7 @@ def _shell_pin(path: str, text: str, scan: _Scan, start: int, name: str, value: 
     packages = used or ({p} if (p := tied_package(name, scan.names, scan.lead)) else set())
     if not packages:
         return
-    assignment = re.compile(rf"(?<![\w$]){re.escape(name)}=")
-    lines = text.splitlines()[start - 1:start + 49]
-    number = start + next((i for i, line in enumerate(lines) if assignment.search(line)), 0)
+    number = _assignment_line(text, start, name)
     for package in sorted(packages):
         scan.pins.append(Pin(package, f"{package}=={value}", path, number, f"{section} {name}",
                              kind=PinKind.LITERAL, literal=value))

@@ -236,7 +236,7 @@ def _pin_literal(pin: Pin, version: str) -> re.Pattern[str]:
     """Where ``version`` stands for ``pin`` on its line (group "v"): right after ``NAME=`` for
     a variable set by a shell or ``ENV`` (another variable of the line may hold the same
     value: ``CUDA=12.9 FI=12.9``), anywhere on the line for the other literals."""
-    variable = re.fullmatch(r"(?P<how>shell|dockerfile RUN|dockerfile ENV) "
+    variable = re.fullmatch(r"(?P<how>shell|dockerfile RUN|dockerfile ENV|dockerfile ARG) "
                             r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)", pin.section)
     if variable:
         name = variable.group("name")
