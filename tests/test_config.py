@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from bot.cli import main
 from bot.commands.context import PlanOptions, load_workspace
 from bot.core.config import Policy, parse_config
 from bot.errors import ConfigError
@@ -117,3 +118,33 @@ def test_a_group_name_that_cannot_name_a_branch_is_a_config_error(name: str) -> 
     with pytest.raises(ConfigError, match="a group name is up to 40 letters") as info:
         parse_config({"groups": {name: {"lead": "flashinfer-python"}}}, "pinbump.toml")
     assert str(info.value).count("\n") == 0
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("glob", ["../x.txt", "/etc/passwd", "docs/../../x.txt", "..",
+                                  "C:/x.txt"])
+@pytest.mark.parametrize("key", ["files", "exclude"])
+@pytest.mark.parametrize("where", ["pinbump.toml", "python/pyproject.toml"])
+def test_a_glob_outside_the_target_is_one_line_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str, key: str,
+        glob: str) -> None:
+    line = f"{key} = [{glob!r}]\n"
+    if where == "pinbump.toml":
+        write_target(tmp_path, config=line)
+    else:
+        write_target(tmp_path, tool=line)
+    before = _tree(tmp_path)
+    assert main(["plan", "--repo", str(tmp_path)]) == 2
+    prefix = "" if where == "pinbump.toml" else "tool.pinbump."
+    assert capsys.readouterr().err == (
+        f"pinbump: error: {where}: key '{prefix}{key}': {glob!r} points outside the target "
+        "(globs match paths relative to its root)\n")
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("glob", ["docs/*.md", "a..b/x.txt", "**/..x", "x/.../y"])
+def test_a_glob_inside_the_target_is_kept(glob: str) -> None:
+    assert parse_config({"files": [glob], "exclude": [glob]}, "pinbump.toml").files == (glob,)

@@ -207,6 +207,18 @@ def _strings(what: str) -> _Reader:
     return lambda k, key, value: k.strings(key, value, what)
 
 
+def _globs(k: _Keys, key: str, value: Any) -> tuple[str, ...]:
+    """Globs of paths relative to the target's root: one naming a path outside it (``..``,
+    an absolute path) would match nothing, silently, so it is an error."""
+    globs = k.strings(key, value, "an array of globs")
+    for glob in globs:
+        if glob.startswith("/") or re.match(r"[A-Za-z]:[/\\]", glob) \
+                or ".." in glob.split("/"):
+            raise k.error(key, f": {glob!r} points outside the target (globs match paths "
+                               "relative to its root)")
+    return globs
+
+
 def _index(k: _Keys, key: str, value: Any) -> dict[str, tuple[str, ...]]:
     table = k.expect(key, value, dict, "a table package = URL")
     indexes: dict[str, tuple[str, ...]] = {}
@@ -362,8 +374,8 @@ CONFIG_KEYS: dict[str, tuple[str, _Reader]] = {
     "index": ("package_index", _index),
     "platforms": ("platforms", _platforms),
     "cuda-variants": ("cuda_variants", _cuda_variants),
-    "files": ("files", _strings("an array of globs")),
-    "exclude": ("exclude", _strings("an array of globs")),
+    "files": ("files", _globs),
+    "exclude": ("exclude", _globs),
     "strict": ("strict", _flag),
     "nightly-prs": ("nightly_prs", _flag),
     "advisories": ("advisories", _advisories),
