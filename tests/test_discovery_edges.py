@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from bot.adapters.tree import discover
 from bot.cli import main
 from bot.core.config import BUILTIN_GROUPS
-from bot.core.discovery import Target, find_pins, read_requirements
+from bot.core.discovery import MAX_INCLUDE_DEPTH, Target, find_pins, includes_of, read_requirements
 from bot.core.edits import edit_requirements
 from servers import PypiServer
 
@@ -581,3 +581,73 @@ def test_apply_moves_a_checkout_after_a_clone_of_the_leads_repository(
     apply(capsys, repo, pypi.url)
     assert (repo / "ci/clone.sh").read_text() == CHECKOUT.replace(
         "cd flashinfer && git checkout v0.6.8.post1", "cd flashinfer && git checkout v0.6.11")
+
+
+# -- 9. -r/-c followed through included files, whatever their names ------------------------------
+NESTED: dict[str, str | bytes] = {
+    "requirements.txt": "-r deploy/base.lst\nflashinfer-python==0.6.8.post1\n",
+    "deploy/base.lst": "flashinfer-cubin==0.6.8.post1\n-c more/pins\n-r base.lst\n",
+    "deploy/more/pins": "nvidia-cutlass-dsl==4.4.2\n-r ../base.lst\n-r ../../deep/a\n",
+    "deep/a": "-r b\n",
+    "deep/b": "-r a\nflashinfer-python==0.6.8.post1\n",
+}
+
+
+def test_includes_are_followed_through_files_of_any_name(tmp_path: Path) -> None:
+    target = scan(tmp_path, NESTED)
+    assert sorted(found(target)) == [
+        ("deep/b:2", LEAD, "0.6.8.post1", ""),
+        ("deploy/base.lst:1", "flashinfer-cubin", "0.6.8.post1", ""),
+        ("deploy/more/pins:1", "nvidia-cutlass-dsl", "4.4.2", ""),
+        ("requirements.txt:2", LEAD, "0.6.8.post1", "")]
+    assert target.skipped == ()
+
+
+def test_includes_stop_at_the_depth_bound() -> None:
+    chain = {f"d/{i}": f"-r {i + 1}\n" for i in range(MAX_INCLUDE_DEPTH + 4)}
+    files = {"requirements.txt": "-r d/0\n", **chain}
+    includes = includes_of(files, NAMES)
+    assert "d/0" in includes and f"d/{MAX_INCLUDE_DEPTH - 1}" in includes
+    assert f"d/{MAX_INCLUDE_DEPTH + 1}" not in includes
+
+
+def test_plan_and_apply_follow_nested_includes(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    publish(pypi)
+    repo = write(tmp_path / "repo", NESTED)
+    assert changed_files(plan(capsys, repo, pypi.url)) == {
+        LEAD: ["requirements.txt:2", "deep/b:2"], "flashinfer-cubin": ["deploy/base.lst:1"],
+        "nvidia-cutlass-dsl": ["deploy/more/pins:1"]}
+    apply(capsys, repo, pypi.url)
+    assert (repo / "deploy/base.lst").read_text() == str(NESTED["deploy/base.lst"]).replace(
+        "0.6.8.post1", "0.6.11")
+    assert (repo / "deploy/more/pins").read_text() == str(NESTED["deploy/more/pins"]).replace(
+        "4.4.2", "4.5.0")
+    assert (repo / "deep/b").read_text() == "-r a\nflashinfer-python==0.6.11\n"
+
+
+# -- 10. setup.cfg's file: directive names a requirements file -----------------------------------
+CFG_FILE = {
+    "setup.cfg": ("[metadata]\nname = x\n\n[options]\ninstall_requires = file: deploy/reqs.lst\n"
+                  "[options.extras_require]\ncu13 = file: deploy/cu13.lst, deploy/more.lst\n"),
+    "deploy/reqs.lst": "flashinfer-python==0.6.8.post1\n",
+    "deploy/cu13.lst": "flashinfer-cubin==0.6.8.post1\n",
+    "deploy/more.lst": "# none\n",
+}
+
+
+def test_setup_cfg_file_directives_are_read_as_requirements(tmp_path: Path) -> None:
+    assert sorted(found(scan(tmp_path, CFG_FILE))) == [
+        ("deploy/cu13.lst:1", "flashinfer-cubin", "0.6.8.post1", ""),
+        ("deploy/reqs.lst:1", LEAD, "0.6.8.post1", "")]
+
+
+def test_plan_and_apply_follow_setup_cfg_file_directives(
+        pypi: PypiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    publish(pypi)
+    repo = write(tmp_path / "repo", CFG_FILE)
+    assert changed_files(plan(capsys, repo, pypi.url)) == {
+        LEAD: ["deploy/reqs.lst:1"], "flashinfer-cubin": ["deploy/cu13.lst:1"]}
+    apply(capsys, repo, pypi.url)
+    assert (repo / "deploy/reqs.lst").read_text() == "flashinfer-python==0.6.11\n"
+    assert (repo / "setup.cfg").read_text() == CFG_FILE["setup.cfg"]

@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.core.discovery import Target, file_kind, find_pins, includes_of, skipped_dir
+from bot.core.discovery import Target, file_kind, find_pins, read_includes, skipped_dir
 from bot.core.workspace import CONFIG_FILE, TextFiles
 from bot.errors import InputError
 
@@ -346,5 +346,5 @@ def peek_unread(root: Path, paths: list[str]) -> dict[str, str]:
 def discover(root: Path, names: set[str]) -> Target:
     """Read the tree under ``root`` and find the pins of ``names`` (one walk)."""
     tree = read_tree(root)
-    tree.read(sorted(includes_of(tree.text, names)))
+    read_includes(lambda: tree.text, names, tree.read)
     return find_pins(root, tree.text, names, tree.undecodable, skipped=tree.skipped)

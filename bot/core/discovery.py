@@ -1066,13 +1066,58 @@ def _setup_cfg(path: str, text: str, names: set[str]) -> list[Pin]:
     return pins
 
 
+MAX_INCLUDE_DEPTH = 16  # -r/-c files naming more files: levels followed
+
+
 def includes_of(files: Mapping[str, str], names: set[str]) -> set[str]:
-    """Files named by -r/-c in the requirements files, relative to the root."""
-    out = set()
-    for rel in pin_files(files, (FileKind.REQUIREMENTS,)):
-        for _, inc in read_requirements(files[rel], rel, names).includes:
-            out.add(_included(rel, inc))
-    return {p for p in out if _inside(p)}
+    """Files named by -r/-c in the requirements files and, transitively, in the files they
+    name (whatever their names: pip reads each as a requirements file), and by setup.cfg's
+    ``file:`` directives, relative to the root. Each file held is read once (a file naming
+    itself, or a cycle, ends there), to ``MAX_INCLUDE_DEPTH`` levels; a file named but not
+    held yet is not followed (``read_includes`` reads it, then asks again)."""
+    out: set[str] = set()
+    named = {p for rel in pin_files(files, (FileKind.SETUP_CFG,))
+             for p in _cfg_includes(rel, files[rel])}
+    frontier = pin_files(files, (FileKind.REQUIREMENTS,))
+    seen = set(frontier)
+    for _ in range(MAX_INCLUDE_DEPTH):
+        named |= {_included(rel, inc) for rel in frontier
+                  for _, inc in read_requirements(files[rel], rel, names).includes}
+        named = {p for p in named if _inside(p)}
+        out |= named
+        frontier = sorted(p for p in named - seen if p in files)
+        seen |= named
+        named = set()
+        if not frontier:
+            break
+    return out
+
+
+def read_includes(files: Callable[[], Mapping[str, str]], names: set[str],
+                  read: Callable[[list[str]], None]) -> set[str]:
+    """``includes_of`` when the files it names are read on demand: the files named so far
+    are read (``read``), then looked at for more, until none is new (bounded: each round
+    reads one level deeper)."""
+    includes: set[str] = set()
+    for _ in range(MAX_INCLUDE_DEPTH + 1):
+        found = includes_of(files(), names)
+        new = found - includes
+        includes |= found
+        if not new:
+            break
+        read(sorted(new))
+    return includes
+
+
+def _cfg_includes(rel: str, text: str) -> list[str]:
+    """The files setup.cfg's requirement lists take with setuptools' ``file:`` directive
+    (``install_requires = file: requirements.in, extra.txt``), relative to the root."""
+    out = []
+    for _, line, _ in _cfg_lists(text):
+        value = line.strip()
+        if value.startswith("file:"):
+            out += [_included(rel, p.strip()) for p in value[5:].split(",") if p.strip()]
+    return out
 
 
 def _included(rel: str, inc: str) -> str:

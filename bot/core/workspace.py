@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from bot.core.config import Group, Policy, config_names, load_policy
-from bot.core.discovery import Target, find_pins, includes_of, read_pyprojects
+from bot.core.discovery import Target, find_pins, read_includes, read_pyprojects
 from bot.core.environment import Environment
 from bot.core.models import Pin
 
@@ -207,9 +207,12 @@ def build_workspace(root: Path, source: Source, overrides: Mapping[str, Any]) ->
     policy = load_policy(files.get(CONFIG_FILE), pyprojects, overrides)
     names = config_names(policy)
     globbed = _globbed(source.paths, policy)
-    pin_files = files if not policy.exclude else _excluded(files, policy.exclude)
-    includes = includes_of(pin_files, names)  # only pin files name them: all read already
-    source.read([*sorted(includes), *globbed])  # named: read now
+    def pin_files_now() -> Mapping[str, str]:
+        return files if not policy.exclude else _excluded(files, policy.exclude)
+
+    # only pin files (and the files they name, read here, level by level) name them
+    includes = read_includes(pin_files_now, names, source.read)
+    source.read(globbed)  # named: read now
     pin_files = files if not policy.exclude else _excluded(files, policy.exclude)
     also = [p for p in globbed if p in pin_files or p in undecodable]  # not UTF-8: listed
     target = find_pins(root, pin_files, names, undecodable, pyprojects,
