@@ -207,13 +207,14 @@ def build_workspace(root: Path, source: Source, overrides: Mapping[str, Any]) ->
     policy = load_policy(files.get(CONFIG_FILE), pyprojects, overrides)
     names = config_names(policy)
     globbed = _globbed(source.paths, policy)
-    def pin_files_now() -> Mapping[str, str]:
+
+    def pin_files_now() -> Mapping[str, str]:  # the files held so far, less the excluded
         return files if not policy.exclude else _excluded(files, policy.exclude)
 
     # only pin files (and the files they name, read here, level by level) name them
     includes = read_includes(pin_files_now, names, source.read)
     source.read(globbed)  # named: read now
-    pin_files = files if not policy.exclude else _excluded(files, policy.exclude)
+    pin_files = pin_files_now()
     also = [p for p in globbed if p in pin_files or p in undecodable]  # not UTF-8: listed
     target = find_pins(root, pin_files, names, undecodable, pyprojects,
                        lead=policy.active_group.lead, skipped=source.skipped, also=also,
