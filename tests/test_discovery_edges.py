@@ -651,3 +651,17 @@ def test_plan_and_apply_follow_setup_cfg_file_directives(
     apply(capsys, repo, pypi.url)
     assert (repo / "deploy/reqs.lst").read_text() == "flashinfer-python==0.6.11\n"
     assert (repo / "setup.cfg").read_text() == CFG_FILE["setup.cfg"]
+
+
+def test_a_setup_cfg_file_directive_outside_the_target_is_listed_not_dropped(
+        tmp_path: Path) -> None:
+    """``file: ../reqs.txt`` is never read (it is not the target's), and is listed at its
+    line, as an outside -r is; the one inside is read."""
+    (tmp_path / "reqs.txt").write_text("flashinfer-python==0.6.8.post1\n")
+    target = scan(tmp_path / "repo", {
+        "setup.cfg": "[options]\ninstall_requires =\n    file: ../reqs.txt\n"
+                     "[options.extras_require]\ncu13 = file: /etc/reqs.txt, cu13.lst\n",
+        "cu13.lst": "flashinfer-cubin==0.6.8.post1\n"})
+    assert found(target) == [("cu13.lst:1", "flashinfer-cubin", "0.6.8.post1", "")]
+    outside = "file: names a file outside the target (not read)"
+    assert list(target.skipped) == [("setup.cfg:3", outside), ("setup.cfg:5", outside)]

@@ -1077,7 +1077,7 @@ def includes_of(files: Mapping[str, str], names: set[str]) -> set[str]:
     held yet is not followed (``read_includes`` reads it, then asks again)."""
     out: set[str] = set()
     named = {p for rel in pin_files(files, (FileKind.SETUP_CFG,))
-             for p in _cfg_includes(rel, files[rel])}
+             for _, p in _cfg_includes(rel, files[rel])}
     frontier = pin_files(files, (FileKind.REQUIREMENTS,))
     seen = set(frontier)
     for _ in range(MAX_INCLUDE_DEPTH):
@@ -1109,14 +1109,16 @@ def read_includes(files: Callable[[], Mapping[str, str]], names: set[str],
     return includes
 
 
-def _cfg_includes(rel: str, text: str) -> list[str]:
-    """The files setup.cfg's requirement lists take with setuptools' ``file:`` directive
-    (``install_requires = file: requirements.in, extra.txt``), relative to the root."""
+def _cfg_includes(rel: str, text: str) -> list[tuple[int, str]]:
+    """(line, file) of each file setup.cfg's requirement lists take with setuptools' ``file:``
+    directive (``install_requires = file: requirements.in, extra.txt``), relative to the
+    root."""
     out = []
-    for _, line, _ in _cfg_lists(text):
+    for number, line, _ in _cfg_lists(text):
         value = line.strip()
         if value.startswith("file:"):
-            out += [_included(rel, p.strip()) for p in value[5:].split(",") if p.strip()]
+            out += [(number, _included(rel, p.strip())) for p in value[5:].split(",")
+                    if p.strip()]
     return out
 
 
@@ -1130,12 +1132,16 @@ def _inside(path: str) -> bool:
     return path != ".." and not path.startswith("../") and not os.path.isabs(path)
 
 
-def _outside(requirement_files: Mapping[str, RequirementsFile]) -> list[tuple[str, str]]:
-    """The -r/-c lines naming a file outside the target: never read, and listed (a pin
-    there is not bumped), never dropped silently."""
+def _outside(requirement_files: Mapping[str, RequirementsFile], files: Mapping[str, str]
+             ) -> list[tuple[str, str]]:
+    """The -r/-c lines, and setup.cfg's ``file:`` directives, naming a file outside the
+    target: never read, and listed (a pin there is not bumped), never dropped silently."""
+    cfg = [(f"{rel}:{line}", "file: names a file outside the target (not read)")
+           for rel in pin_files(files, (FileKind.SETUP_CFG,))
+           for line, path in _cfg_includes(rel, files[rel]) if not _inside(path)]
     return [(f"{rel}:{line}", "-r/-c names a file outside the target (not read)")
             for rel, req in requirement_files.items() for line, inc in req.includes
-            if not _inside(_included(rel, inc))]
+            if not _inside(_included(rel, inc))] + cfg
 
 
 def _read_pins(rel: str, kind: FileKind | None, text: str, state: _Scan,
@@ -1231,4 +1237,4 @@ def find_pins(root: Path, files: Mapping[str, str], names: set[str],
                   indexes=tuple(state.indexes),
                   cuda_variants=tuple(dict.fromkeys(state.variants)),
                   skipped=_not_read(includes, files, undecodable,
-                                    [*skipped, *_outside(state.requirement_files)]))
+                                    [*skipped, *_outside(state.requirement_files, files)]))
