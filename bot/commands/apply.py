@@ -21,7 +21,7 @@ from bot.core.edits import (
 )
 from bot.core.editset import apply_bumps, apply_reads, compute_edits, partial_note
 from bot.core.models import Plan
-from bot.core.workspace import Workspace, import_guesses
+from bot.core.workspace import Workspace
 from bot.errors import PinbumpError
 
 
@@ -44,14 +44,14 @@ def apply(ws: Workspace, plan: Plan, *, write: bool = True,
     pending = state.pending() if state is not None else None
     resumed = bumps_from_intent(pending.get("intent"), str(state.journal)) \
         if pending is not None and state is not None else []
+    bumps = apply_bumps(plan, ws.policy, resumed)
     files = _search(ws, services, *apply_reads(plan, ws.policy, resumed))
-    assertions = parallel_assertions(files, apply_bumps(plan, ws.policy, resumed))
+    assertions = parallel_assertions(files, bumps)
     edits, notes = compute_edits(plan, ws.policy, files, resumed, assertions)
-    if services is not None and plan.changes and needs_codemod(ws, plan):
+    if services is not None and plan.changes and needs_codemod(ws):
         from bot.commands.drift import codemod_for_apply
 
         edits, notes = codemod_for_apply(ws, services, plan, edits, notes)
-    bumps = apply_bumps(plan, ws.policy, resumed)
     partial = partial_note(plan, ws.policy)
     if resumed:
         moving = ", ".join(f"{b.package} -> {b.new}" for b in resumed)
@@ -124,9 +124,8 @@ def _unread(ws: Workspace, bumps: list[Bump], edits: EditSet, notes: list[str]) 
     edits.left_unchanged.extend(left_unchanged(peeked, bumps))
 
 
-def needs_codemod(ws: Workspace, plan: Plan) -> bool:
+def needs_codemod(ws: Workspace) -> bool:
     """A Python file whose bytes name the lead's import package (a byte search, served by
     the search apply made already: the lead's import names are of the workspace's
     interest)."""
-    guesses = [g.encode() for g in import_guesses(plan.lead)]
-    return any(p.endswith(".py") for p in ws.holding(guesses))
+    return bool(ws.lead_sources())

@@ -193,9 +193,7 @@ def drift(ws: Workspace, services: Services, from_version: str | None,
     guesses = import_guesses(lead)
     if sources is None:  # only files whose bytes name the package are read and decoded
         with services.progress(f"searching {ws.root}") as say:
-            held = ws.holding([g.encode() for g in guesses],
-                              counted=lambda n: say(f"read {n:,} files"))
-        sources = {p: t for p, t in held.items() if p.endswith(".py")}
+            sources = ws.lead_sources(counted=lambda n: say(f"read {n:,} files"))
     else:
         sources = {p: t for p, t in sources.items() if p.endswith(".py")}
     reviews: list[ReviewSource] = [
@@ -281,9 +279,7 @@ def with_codemod(edits: EditSet, codemod: list[FileEdit]) -> EditSet:
 
 def edited_sources(ws: Workspace, edits: EditSet) -> dict[str, str]:
     """The Python files that name the lead, as they read once ``edits`` are made."""
-    guesses = import_guesses(ws.group.lead)
-    texts = {p: t for p, t in ws.holding([g.encode() for g in guesses]).items()
-             if p.endswith(".py")}
+    texts = ws.lead_sources()
     texts.update({f.path: f.new for f in edits.files if f.path.endswith(".py")})
     return texts
 

@@ -177,6 +177,13 @@ class Workspace:
         self.source.search(wanted | self.interest, counted)
         return holding(self.source.raw, wanted, keep)
 
+    def lead_sources(self, counted: Counted | None = None) -> dict[str, str]:
+        """The Python files whose bytes name one of the lead's import names: drift's call
+        sites, apply's codemod (a byte search, served by the first one: of ``interest``)."""
+        guesses = [g.encode() for g in import_guesses(self.group.lead)]
+        return {p: t for p, t in self.holding(guesses, counted=counted).items()
+                if p.endswith(".py")}
+
 
 def _excluded(files: Mapping[str, str], exclude: Iterable[str]) -> dict[str, str]:
     """The tree without the config's ``exclude`` globs."""
