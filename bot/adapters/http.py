@@ -78,9 +78,6 @@ def _unknown_host(exc: BaseException) -> bool:
     return False
 
 
-_NO_CONNECTION = "\0"  # marks a try that made no connection at all (internal)
-
-
 class _UnknownHost(Exception):
     """The host name does not resolve (internal: becomes an IndexError_ naming the URL)."""
 
@@ -379,13 +376,13 @@ class HttpClient:
             last_headers = {}
             tries += 1
             try:
-                resp, last = self._attempt(method, url, headers, auth, max_bytes, sink)
+                resp, last, unconnected = self._attempt(method, url, headers, auth,
+                                                        max_bytes, sink)
             except _UnknownHost as exc:
                 self._down.setdefault(host, exc.why)
                 raise IndexError_(f"{redact(url)}: {exc.why}") from None
             if resp is None:
-                unreachable = unreachable and last.startswith(_NO_CONNECTION)
-                last = last.removeprefix(_NO_CONNECTION)
+                unreachable = unreachable and unconnected
                 continue
             unreachable = False
             self.stats.add(len(resp.content) or (sink.size if sink is not None else 0),
@@ -415,15 +412,15 @@ class HttpClient:
 
     def _attempt(self, method: str, url: str, headers: Mapping[str, str] | None,
                  auth: httpx.BasicAuth | None, max_bytes: int, sink: Download | None
-                 ) -> tuple[Response | None, str]:
+                 ) -> tuple[Response | None, str, bool]:
         """One try: its response, or None and why it is worth another (a time-out, a
-        connection that failed). An answer no retry can mend raises."""
+        connection that failed), and whether it made no connection at all to ``url``'s own
+        host (not one a redirect led to). An answer no retry can mend raises."""
         try:
-            return self._send(method, url, headers, auth, max_bytes, sink), ""
+            return self._send(method, url, headers, auth, max_bytes, sink), "", False
         except httpx.TimeoutException as exc:
             here = _failed_here(exc, url)  # not a host a redirect led to
-            return None, _NO_CONNECTION * (here and isinstance(exc, httpx.ConnectTimeout)) \
-                + "timed out"
+            return None, "timed out", here and isinstance(exc, httpx.ConnectTimeout)
         except httpx.TransportError as exc:
             last = f"cannot connect ({type(exc).__name__}: {exc})"
             here = _failed_here(exc, url)
@@ -433,7 +430,7 @@ class HttpClient:
                 if not here:  # a redirect's host: the one asked is not given up on
                     raise IndexError_(f"{redact(url)}: {why}") from None
                 raise _UnknownHost(why) from None
-            return None, _NO_CONNECTION * (here and isinstance(exc, httpx.ConnectError)) + last
+            return None, last, here and isinstance(exc, httpx.ConnectError)
         except httpx.InvalidURL as exc:
             raise IndexError_(f"{redact(url)}: not a valid URL ({exc})") from None
         except RuntimeError:  # the client was closed: a read nobody waits for any more
