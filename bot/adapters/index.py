@@ -335,11 +335,9 @@ class SimpleIndex:
         that thread once a page has arrived. Errors are kept for whoever asks."""
         for index_url, name in pages:
             url = self.page_url(index_url, name)
-            with self._lock:
-                if url in self._pages:
-                    continue
-                future: Future[ProjectPage] = Future()
-                self._pages[url] = future
+            future, mine = _claim(self._lock, self._pages, url)
+            if not mine:
+                continue
             args = (future, url, index_url, name, then)
             try:
                 threading.Thread(target=self._background, daemon=True, args=args).start()
@@ -465,14 +463,21 @@ def _once(lock: threading.Lock, held: dict[str, Future[_T]], key: str,
           fetch: Callable[[], _T]) -> Future[_T]:
     """The one future for ``key``: the first caller settles it with ``fetch`` (in its own
     thread), later callers get the same future (and wait on it)."""
-    with lock:
-        future = held.get(key)
-        mine = future is None
-        if future is None:
-            held[key] = future = Future()
+    future, mine = _claim(lock, held, key)
     if mine:
         _settle(future, fetch)
     return future
+
+
+def _claim(lock: threading.Lock, held: dict[str, Future[_T]], key: str
+           ) -> tuple[Future[_T], bool]:
+    """The one future for ``key``, and whether this caller made it (and must settle it)."""
+    with lock:
+        future = held.get(key)
+        if future is not None:
+            return future, False
+        held[key] = future = Future()
+        return future, True
 
 
 def _settle(future: Future[_T], fetch: Callable[[], _T]) -> None:
